@@ -1,0 +1,29 @@
+{
+  "targets": [
+    {
+      "target_name": "kflame",
+      "sources": [
+        "src/binding.c",
+        "src/profiler.c",
+        "src/sampler.c",
+        "src/collector.c",
+        "src/ring.c",
+        "src/stacks.c",
+        "src/folded.c",
+        "src/symbolizer.c",
+        "src/symtab.c",
+        "src/elfsyms.c",
+        "src/kallsyms.c",
+        "src/procmaps.c",
+        "src/readfile.c",
+        "src/threadrole.c",
+        "src/error.c"
+      ],
+      "cflags_c": ["-std=gnu11", "-Wall", "-Wextra", "-O2", "-fno-omit-frame-pointer"],
+      "libraries": ["-lelf", "-lstdc++", "-lpthread"],
+      "conditions": [
+        ["OS!='linux'", { "type": "none" }]
+      ]
+    }
+  ]
+}

@@ -1,0 +1,70 @@
+'use strict'
+
+// Checks start() options before they reach C. Unknown names and wrong types
+// are refused rather than ignored: a typo must not silently profile at the
+// wrong rate.
+
+const fs = require('node:fs')
+const { kflameError } = require('./errors')
+
+const EVENTS = ['cpu-clock', 'task-clock']
+
+const DEFAULTS = Object.freeze({
+  hz: 99,
+  event: 'cpu-clock',
+  kernel: true,
+  ringPages: 16
+})
+
+function maxSampleRate () {
+  try {
+    const value = Number(fs.readFileSync('/proc/sys/kernel/perf_event_max_sample_rate', 'utf8'))
+    if (Number.isInteger(value) && value > 0) return value
+  } catch {}
+  return 100000 // the kernel's default
+}
+
+function invalid (message) {
+  return kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', message)
+}
+
+function outOfRange (message) {
+  return kflameError(RangeError, 'KFLAME_ERR_OUT_OF_RANGE', message)
+}
+
+function checkStartOptions (options) {
+  if (options === undefined) options = {}
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw invalid('start(options): options must be an object')
+  }
+  for (const name of Object.keys(options)) {
+    if (!Object.hasOwn(DEFAULTS, name)) {
+      throw kflameError(TypeError, 'KFLAME_ERR_UNKNOWN_OPTION',
+        `start(options): unknown option "${name}"; known: ${Object.keys(DEFAULTS).join(', ')}`)
+    }
+  }
+  const o = { ...DEFAULTS }
+  for (const [k, v] of Object.entries(options)) if (v !== undefined) o[k] = v
+
+  if (typeof o.hz !== 'number' || !Number.isInteger(o.hz)) {
+    throw invalid(`start(options): hz must be an integer, got ${typeof o.hz === 'number' ? o.hz : typeof o.hz}`)
+  }
+  const max = maxSampleRate()
+  if (o.hz < 1 || o.hz > max) {
+    throw outOfRange(`start(options): hz must be from 1 to ${max} (kernel.perf_event_max_sample_rate), got ${o.hz}`)
+  }
+  if (typeof o.event !== 'string') throw invalid('start(options): event must be a string')
+  if (!EVENTS.includes(o.event)) {
+    throw outOfRange(`start(options): event must be one of ${EVENTS.join(', ')}, got "${o.event}"`)
+  }
+  if (typeof o.kernel !== 'boolean') throw invalid('start(options): kernel must be a boolean')
+  if (typeof o.ringPages !== 'number' || !Number.isInteger(o.ringPages)) {
+    throw invalid('start(options): ringPages must be an integer')
+  }
+  if (o.ringPages < 1 || o.ringPages > 4096 || (o.ringPages & (o.ringPages - 1)) !== 0) {
+    throw outOfRange(`start(options): ringPages must be a power of two from 1 to 4096, got ${o.ringPages}`)
+  }
+  return o
+}
+
+module.exports = { checkStartOptions, DEFAULTS, EVENTS }

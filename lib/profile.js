@@ -1,0 +1,64 @@
+'use strict'
+
+// What stop() returns: the folded stacks and the numbers behind them.
+
+class Profile {
+  constructor (folded, stats) {
+    /** FlameGraph's collapsed format: "root;...;leaf COUNT" per line. */
+    this.folded = folded
+    /** { samples, lost, threads, durationMs, hz, event, kernel, warnings, ... } */
+    this.stats = stats
+  }
+}
+
+function warningsFor (raw) {
+  const warnings = []
+  if (raw.kernelRefused) {
+    warnings.push('kernel frames are not sampled: kernel.perf_event_paranoid forbids it for this user ' +
+      '(needs <= 1, root, or CAP_PERFMON); time spent inside system calls is not counted')
+  }
+  if (raw.kernelHidden) {
+    warnings.push('kernel addresses are hidden (kernel.kptr_restrict): kernel frames are shown as [kernel]_[k]')
+  }
+  if (raw.ringPages < raw.ringPagesAsked) {
+    warnings.push(`ring buffers were cut from ${raw.ringPagesAsked} to ${raw.ringPages} pages per CPU by the ` +
+      'locked-memory limit (kernel.perf_event_mlock_kb, ulimit -l); samples may be lost at high hz')
+  }
+  if (raw.lost > 0) {
+    warnings.push(`${raw.lost} samples were lost because a ring buffer filled up: lower hz or raise ringPages`)
+  }
+  if (raw.corrupt > 0) warnings.push(`${raw.corrupt} malformed ring records were skipped`)
+  if (raw.noMemory > 0) warnings.push(`${raw.noMemory} samples were dropped: out of memory`)
+  if (raw.foreign > 0) {
+    warnings.push(`${raw.foreign} samples of child processes were discarded ` +
+      '(this kernel lacks inherit_thread, Linux < 5.13)')
+  }
+  return warnings
+}
+
+function makeStats (raw, options) {
+  return {
+    samples: raw.samples,
+    lost: raw.lost + raw.corrupt + raw.noMemory,
+    threads: raw.threads,
+    durationMs: raw.durationMs,
+    hz: raw.hz,
+    event: options.event,
+    kernel: raw.kernel,
+    warnings: warningsFor(raw),
+    details: {
+      lostInRing: raw.lost,
+      corrupt: raw.corrupt,
+      noMemory: raw.noMemory,
+      duplicates: raw.duplicates,
+      foreign: raw.foreign,
+      kernelHidden: raw.kernelHidden,
+      inheritThread: raw.inheritThread,
+      ringPages: raw.ringPages,
+      attachedThreads: raw.attached,
+      cpus: raw.cpus
+    }
+  }
+}
+
+module.exports = { Profile, makeStats }

@@ -1,0 +1,276 @@
+#define _GNU_SOURCE
+#include "collector.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "error.h"
+
+#define POLL_TIMEOUT_MS 100
+
+/* A thread seen in samples. `source` is the tid owning the opened event its
+ * samples are taken from: itself when attached directly, else the creator it
+ * inherited events from. A thread that starts while start() is attaching can
+ * be both attached directly and covered by inherited clones, and a thread it
+ * creates inherits from both: keeping one source per thread counts each
+ * timer tick once. */
+typedef struct thread {
+  uint32_t tid;
+  uint32_t source;
+  int direct;
+  char comm[16];
+} thread_t;
+
+struct kf_collector {
+  kf_sampler_t *sampler;
+  kf_stacks_t *stacks;
+  kf_collector_stats_t stats;
+  thread_t *threads;
+  size_t nthreads, threads_cap;
+  const kf_event_owner_t *owners;
+  size_t nowners;
+  uint32_t pid;
+  int wake_fd;
+  pthread_t thread;
+};
+
+static void read_comm(uint32_t tid, char comm[16]) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
+  memset(comm, 0, 16);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t n = read(fd, comm, 15);
+  close(fd);
+  if (n > 0 && comm[n - 1] == '\n') comm[n - 1] = '\0';
+}
+
+static thread_t *find_thread(kf_collector_t *c, uint32_t tid) {
+  for (size_t i = c->nthreads; i-- > 0;)
+    if (c->threads[i].tid == tid) return &c->threads[i];
+  return NULL;
+}
+
+static int is_direct(const kf_collector_t *c, uint32_t tid) {
+  for (size_t i = 0; i < c->nowners; i++)
+    if (c->owners[i].tid == tid) return 1;
+  return 0;
+}
+
+static thread_t *add_thread(kf_collector_t *c, uint32_t tid) {
+  if (c->nthreads == c->threads_cap) {
+    size_t cap = c->threads_cap ? c->threads_cap * 2 : 32;
+    thread_t *t = realloc(c->threads, cap * sizeof(thread_t));
+    if (!t) return NULL;
+    c->threads = t;
+    c->threads_cap = cap;
+  }
+  thread_t *t = &c->threads[c->nthreads++];
+  memset(t, 0, sizeof(*t));
+  t->tid = tid;
+  t->direct = is_direct(c, tid);
+  t->source = t->direct ? tid : 0;
+  read_comm(tid, t->comm);
+  return t;
+}
+
+static const kf_event_owner_t *owner_of(const kf_collector_t *c, uint64_t id) {
+  size_t lo = 0, hi = c->nowners;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (c->owners[mid].id < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < c->nowners && c->owners[lo].id == id ? &c->owners[lo] : NULL;
+}
+
+/* PERF_RECORD_SAMPLE with IDENTIFIER | TID | TIME | CALLCHAIN:
+ *   u64 id; u32 pid, tid; u64 time; u64 nr; u64 ips[nr]; */
+static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
+  const unsigned char *p = (const unsigned char *)(h + 1);
+  const unsigned char *end = (const unsigned char *)h + h->size;
+  if (end - p < 32) {
+    c->stats.corrupt++;
+    return;
+  }
+  uint64_t id, time, nr;
+  uint32_t pid, tid;
+  memcpy(&id, p, 8);
+  memcpy(&pid, p + 8, 4);
+  memcpy(&tid, p + 12, 4);
+  memcpy(&time, p + 16, 8);
+  memcpy(&nr, p + 24, 8);
+  p += 32;
+  if (nr > (uint64_t)(end - p) / 8) {
+    c->stats.corrupt++;
+    return;
+  }
+  const kf_event_owner_t *owner = owner_of(c, id);
+  if (pid != c->pid || !owner) {
+    c->stats.foreign++;
+    return;
+  }
+  thread_t *t = find_thread(c, tid);
+  if (!t && !(t = add_thread(c, tid))) {
+    c->stats.no_memory++;
+    return;
+  }
+  if (t->source == 0) t->source = owner->tid;
+  if (t->source != owner->tid) {
+    c->stats.duplicates++;
+    return;
+  }
+  /* The ring is a byte stream: ips may be unaligned in the scratch copy only
+   * in theory (records are 8-byte multiples), so reading in place is safe. */
+  if (kf_stacks_add(c->stacks, tid, time, (const uint64_t *)p, (uint32_t)nr)) {
+    c->stats.no_memory++;
+    return;
+  }
+  if (c->stats.samples++ == 0) c->stats.first_time = time;
+  c->stats.last_time = time;
+}
+
+/* PERF_RECORD_COMM: u32 pid, tid; char comm[]; (a thread renamed itself) */
+static void on_comm(kf_collector_t *c, const struct perf_event_header *h) {
+  const unsigned char *p = (const unsigned char *)(h + 1);
+  size_t room = h->size - sizeof(*h);
+  if (room < 9) return;
+  uint32_t pid, tid;
+  memcpy(&pid, p, 4);
+  memcpy(&tid, p + 4, 4);
+  if (pid != c->pid) return;
+  thread_t *t = find_thread(c, tid);
+  if (!t && !(t = add_thread(c, tid))) return;
+  size_t n = strnlen((const char *)p + 8, room - 8);
+  if (n > 15) n = 15;
+  memcpy(t->comm, p + 8, n);
+  t->comm[n] = '\0';
+}
+
+static void on_record(const struct perf_event_header *h, void *ctx) {
+  kf_collector_t *c = ctx;
+  switch (h->type) {
+    case PERF_RECORD_SAMPLE:
+      on_sample(c, h);
+      break;
+    case PERF_RECORD_LOST: {
+      /* u64 id; u64 lost; */
+      uint64_t lost;
+      if (h->size >= sizeof(*h) + 16) {
+        memcpy(&lost, (const unsigned char *)(h + 1) + 8, 8);
+        c->stats.lost += lost;
+      }
+      break;
+    }
+    case PERF_RECORD_COMM:
+      on_comm(c, h);
+      break;
+    default:
+      break;
+  }
+}
+
+static void drain_all(kf_collector_t *c) {
+  kf_ring_t *rings;
+  const int *fds;
+  size_t n = kf_sampler_rings(c->sampler, &rings, &fds);
+  for (size_t i = 0; i < n; i++) kf_ring_drain(&rings[i], on_record, c);
+}
+
+static void *run(void *arg) {
+  kf_collector_t *c = arg;
+  kf_ring_t *rings;
+  const int *fds;
+  size_t n = kf_sampler_rings(c->sampler, &rings, &fds);
+  struct pollfd *pfd = calloc(n + 1, sizeof(*pfd));
+  int stopping = 0;
+  if (pfd) {
+    pfd[0] = (struct pollfd){.fd = c->wake_fd, .events = POLLIN};
+    for (size_t i = 0; i < n; i++)
+      pfd[i + 1] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+  }
+  while (!stopping) {
+    if (pfd) {
+      poll(pfd, n + 1, POLL_TIMEOUT_MS);
+      stopping = (pfd[0].revents & POLLIN) != 0;
+      /* The event owning a ring hangs up when its thread exits; the ring
+       * still fills through the other events, so keep draining it on the
+       * timeout instead of polling a descriptor that always answers. */
+      for (size_t i = 0; i < n; i++)
+        if (pfd[i + 1].revents & (POLLHUP | POLLERR)) pfd[i + 1].fd = -1;
+    } else {
+      usleep(POLL_TIMEOUT_MS * 1000);
+      uint64_t v;
+      stopping = read(c->wake_fd, &v, sizeof v) == sizeof v;
+    }
+    drain_all(c);
+  }
+  free(pfd);
+  return NULL;
+}
+
+int kf_collector_start(kf_sampler_t *sampler, kf_collector_t **out) {
+  kf_collector_t *c = calloc(1, sizeof(*c));
+  if (!c) return -ENOMEM;
+  c->sampler = sampler;
+  c->pid = (uint32_t)getpid();
+  c->owners = kf_sampler_owners(sampler, &c->nowners);
+  c->stacks = kf_stacks_new();
+  c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  int rc = -ENOMEM;
+  if (!c->stacks || c->wake_fd < 0) goto fail;
+  rc = pthread_create(&c->thread, NULL, run, c);
+  if (rc != 0) {
+    errno = rc;
+    rc = -KF_ERR_THREAD;
+    goto fail;
+  }
+  pthread_setname_np(c->thread, "kflame-collect");
+  *out = c;
+  return 0;
+fail:
+  if (c->wake_fd >= 0) close(c->wake_fd);
+  kf_stacks_free(c->stacks);
+  free(c);
+  return rc;
+}
+
+void kf_collector_stop(kf_collector_t *c) {
+  uint64_t one = 1;
+  ssize_t w = write(c->wake_fd, &one, sizeof one);
+  (void)w; /* an eventfd write of 1 cannot fail short of overflow */
+  pthread_join(c->thread, NULL);
+  kf_ring_t *rings;
+  const int *fds;
+  size_t n = kf_sampler_rings(c->sampler, &rings, &fds);
+  for (size_t i = 0; i < n; i++) c->stats.corrupt += rings[i].corrupt;
+}
+
+const kf_stacks_t *kf_collector_stacks(const kf_collector_t *c) {
+  return c->stacks;
+}
+
+const kf_collector_stats_t *kf_collector_stats(const kf_collector_t *c) {
+  return &c->stats;
+}
+
+const char *kf_collector_comm(const kf_collector_t *c, uint32_t tid) {
+  for (size_t i = 0; i < c->nthreads; i++)
+    if (c->threads[i].tid == tid) return c->threads[i].comm;
+  return NULL;
+}
+
+void kf_collector_free(kf_collector_t *c) {
+  if (!c) return;
+  close(c->wake_fd);
+  kf_stacks_free(c->stacks);
+  free(c->threads);
+  free(c);
+}

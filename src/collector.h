@@ -1,0 +1,49 @@
+/*
+ * collector: the thread that drains the perf rings while a profile runs.
+ *
+ * It wakes when a ring is half full (and at least every 100 ms), turns each
+ * PERF_RECORD_SAMPLE into an entry of a kf_stacks_t, counts PERF_RECORD_LOST,
+ * and follows thread names from PERF_RECORD_COMM. It never calls into Node;
+ * what goes wrong on it is counted in kf_collector_stats_t for stop() to
+ * report. start/stop are called from the JS thread; results may be read only
+ * after stop() has joined the thread.
+ */
+#ifndef KF_COLLECTOR_H
+#define KF_COLLECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sampler.h"
+#include "stacks.h"
+
+typedef struct kf_collector_stats {
+  uint64_t samples;    /* kept */
+  uint64_t lost;       /* PERF_RECORD_LOST: the ring was full */
+  uint64_t corrupt;    /* records skipped for an impossible header */
+  uint64_t no_memory;  /* samples dropped because malloc failed */
+  uint64_t duplicates; /* same thread seen through two events (see .c) */
+  uint64_t foreign;    /* samples of other processes (inherit without
+                          inherit_thread on old kernels) */
+  uint64_t first_time, last_time; /* CLOCK_MONOTONIC ns of samples */
+} kf_collector_stats_t;
+
+typedef struct kf_collector kf_collector_t;
+
+/* Starts the thread over an open sampler (which must outlive the
+ * collector). Returns 0, -ENOMEM or -KF_ERR_THREAD. */
+int kf_collector_start(kf_sampler_t *sampler, kf_collector_t **out);
+
+/* Wakes the thread, lets it drain what the rings still hold, joins it. The
+ * caller disables the sampler first so the rings stop growing. */
+void kf_collector_stop(kf_collector_t *c);
+
+const kf_stacks_t *kf_collector_stacks(const kf_collector_t *c);
+const kf_collector_stats_t *kf_collector_stats(const kf_collector_t *c);
+
+/* The comm (thread name) of a thread seen in samples, or NULL. */
+const char *kf_collector_comm(const kf_collector_t *c, uint32_t tid);
+
+void kf_collector_free(kf_collector_t *c);
+
+#endif

@@ -1,0 +1,39 @@
+/*
+ * folded: turns aggregated stacks into FlameGraph's collapsed text,
+ *   root;outer;...;leaf COUNT
+ * one line per distinct stack, sorted, equal lines merged. Frame names come
+ * from the caller; this module only orders, sanitises and merges, so it is
+ * tested without any process state. Called on the JS thread at stop().
+ */
+#ifndef KF_FOLDED_H
+#define KF_FOLDED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stacks.h"
+
+typedef struct kf_fold_names {
+  /* Name of a frame; `kernel` is 1 for a kernel address. The string must stay
+   * valid until kf_fold() returns. */
+  const char *(*frame)(void *ctx, uint64_t ip, int kernel);
+  /* Name of the root frame of a thread's stacks. Same lifetime. */
+  const char *(*thread)(void *ctx, uint32_t tid);
+  void *ctx;
+  /* A callchain with this many frames was cut by the kernel: the stack gets
+   * a "[truncated]" frame under its root. 0 disables the marker. */
+  uint32_t max_frames;
+} kf_fold_names_t;
+
+/* Writes the collapsed text to *out (malloc'd, NUL-terminated, *len bytes).
+ * Returns 0 or -ENOMEM. */
+int kf_fold(const kf_stacks_t *stacks, const kf_fold_names_t *names,
+            char **out, size_t *len);
+
+/* Appends `name` to buf with ';' turned into ':' and control characters
+ * (newline, tab, NUL never appear: they are the format's separators) turned
+ * into ' ', so a name can never split a frame or a line. Returns the bytes
+ * written (at most len). */
+size_t kf_fold_sanitize(char *buf, const char *name, size_t len);
+
+#endif

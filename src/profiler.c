@@ -1,0 +1,206 @@
+#define _GNU_SOURCE
+#include "profiler.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collector.h"
+#include "error.h"
+#include "folded.h"
+#include "symbolizer.h"
+#include "threadrole.h"
+
+struct kf_profiler {
+  kf_symbolizer_t *symbolizer; /* kept across sessions: ELF tables are costly */
+  kf_sampler_t *sampler;
+  kf_collector_t *collector;
+  kf_sampler_opts_t opts;
+  uint64_t started_ns;
+};
+
+typedef struct root {
+  uint32_t tid;
+  char *name;
+} root_t;
+
+typedef struct fold_ctx {
+  kf_symbolizer_t *symbolizer;
+  root_t *roots;
+  size_t nroots;
+} fold_ctx_t;
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+kf_profiler_t *kf_profiler_new(void) {
+  kf_profiler_t *p = calloc(1, sizeof(*p));
+  if (p && !(p->symbolizer = kf_symbolizer_new())) {
+    free(p);
+    return NULL;
+  }
+  return p;
+}
+
+static void close_session(kf_profiler_t *p) {
+  if (p->collector) kf_collector_free(p->collector);
+  if (p->sampler) kf_sampler_close(p->sampler);
+  p->collector = NULL;
+  p->sampler = NULL;
+}
+
+void kf_profiler_free(kf_profiler_t *p) {
+  if (!p) return;
+  if (p->sampler) {
+    kf_sampler_disable(p->sampler);
+    kf_collector_stop(p->collector);
+    close_session(p);
+  }
+  kf_symbolizer_free(p->symbolizer);
+  free(p);
+}
+
+int kf_profiler_running(const kf_profiler_t *p) { return p->sampler != NULL; }
+
+int kf_profiler_start(kf_profiler_t *p, const kf_sampler_opts_t *opts,
+                      int *sys_errno) {
+  *sys_errno = 0;
+  if (p->sampler) return -KF_ERR_RUNNING;
+  p->opts = *opts;
+  p->started_ns = now_ns();
+  int rc = kf_sampler_open(opts, &p->sampler, sys_errno);
+  if (rc != 0) {
+    p->sampler = NULL;
+    return rc;
+  }
+  rc = kf_collector_start(p->sampler, &p->collector);
+  if (rc != 0) {
+    *sys_errno = errno;
+    p->collector = NULL;
+    close_session(p);
+  }
+  return rc;
+}
+
+/* The outermost frame of a stack that is not C library start-up code
+ * (clone3, start_thread): the function the thread was started with. */
+static const char *start_routine(kf_symbolizer_t *sym, const kf_stack_t *st) {
+  for (uint32_t i = st->nr; i-- > 0;) {
+    uint64_t ip = st->ips[i];
+    if (ip >= (uint64_t)PERF_CONTEXT_MAX) break; /* only user frames */
+    if (kf_symbolizer_in_libc(sym, ip)) continue;
+    return kf_symbolizer_frame(sym, ip, 0);
+  }
+  return NULL;
+}
+
+static int make_roots(kf_profiler_t *p, const kf_stacks_t *stacks,
+                      fold_ctx_t *ctx) {
+  size_t n = kf_stacks_count(stacks);
+  uint32_t pid = (uint32_t)getpid();
+  const char *main_comm = kf_collector_comm(p->collector, pid);
+  ctx->roots = calloc(n ? n : 1, sizeof(root_t));
+  if (!ctx->roots) return -ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    kf_stack_t st;
+    kf_stacks_get(stacks, i, &st);
+    root_t *r = NULL;
+    for (size_t j = 0; j < ctx->nroots && !r; j++)
+      if (ctx->roots[j].tid == st.tid) r = &ctx->roots[j];
+    if (r && r->name) continue;
+    if (!r) {
+      r = &ctx->roots[ctx->nroots++];
+      r->tid = st.tid;
+    }
+    /* A role is settled by the first stack that reaches the thread's start
+     * routine; later passes fill threads whose stacks never did. */
+    const char *routine = start_routine(p->symbolizer, &st);
+    const char *comm = kf_collector_comm(p->collector, st.tid);
+    char *name = kf_thread_root(st.tid, pid, comm, main_comm, routine);
+    if (!name) return -ENOMEM;
+    if (routine || st.tid == pid) r->name = name;
+    else free(name);
+  }
+  for (size_t j = 0; j < ctx->nroots; j++) {
+    root_t *r = &ctx->roots[j];
+    if (r->name) continue;
+    r->name = kf_thread_root(r->tid, pid, kf_collector_comm(p->collector, r->tid),
+                             main_comm, NULL);
+    if (!r->name) return -ENOMEM;
+  }
+  return 0;
+}
+
+static const char *frame_name(void *c, uint64_t ip, int kernel) {
+  return kf_symbolizer_frame(((fold_ctx_t *)c)->symbolizer, ip, kernel);
+}
+
+static const char *thread_name(void *c, uint32_t tid) {
+  fold_ctx_t *ctx = c;
+  for (size_t i = 0; i < ctx->nroots; i++)
+    if (ctx->roots[i].tid == tid) return ctx->roots[i].name;
+  return "[thread]";
+}
+
+int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
+  memset(out, 0, sizeof(*out));
+  if (!p->sampler) return -KF_ERR_NOT_RUNNING;
+  kf_sampler_disable(p->sampler);
+  kf_collector_stop(p->collector);
+
+  kf_profile_stats_t *st = &out->stats;
+  const kf_sampler_info_t *info = kf_sampler_info(p->sampler);
+  const kf_collector_stats_t *cs = kf_collector_stats(p->collector);
+  st->samples = cs->samples;
+  st->lost = cs->lost;
+  st->duplicates = cs->duplicates;
+  st->foreign = cs->foreign;
+  st->corrupt = cs->corrupt;
+  st->no_memory = cs->no_memory;
+  st->duration_ns = now_ns() - p->started_ns;
+  st->hz = p->opts.hz;
+  st->event = p->opts.event;
+  st->kernel = info->kernel;
+  st->kernel_refused = info->kernel_refused;
+  st->inherit_thread = info->inherit_thread;
+  st->ring_pages = info->ring_pages;
+  st->ring_pages_asked = p->opts.ring_pages;
+  st->attached = info->threads;
+  st->cpus = info->cpus;
+
+  /* The rings are drained: give the fds and locked memory back before the
+   * slow part. The collector's tables stay until naming is done. */
+  uint32_t max_frames = info->max_stack;
+  kf_sampler_close(p->sampler);
+  p->sampler = NULL;
+
+  const kf_stacks_t *stacks = kf_collector_stacks(p->collector);
+  fold_ctx_t ctx = {.symbolizer = p->symbolizer};
+  int rc = kf_symbolizer_begin(p->symbolizer);
+  if (rc == 0) rc = make_roots(p, stacks, &ctx);
+  if (rc == 0) {
+    st->threads = (uint32_t)ctx.nroots;
+    kf_fold_names_t names = {.frame = frame_name,
+                             .thread = thread_name,
+                             .ctx = &ctx,
+                             .max_frames = max_frames};
+    rc = kf_fold(stacks, &names, &out->folded, &out->folded_len);
+  }
+  st->kernel_hidden = st->kernel && kf_symbolizer_kernel_hidden(p->symbolizer);
+  for (size_t i = 0; i < ctx.nroots; i++) free(ctx.roots[i].name);
+  free(ctx.roots);
+  close_session(p);
+  return rc;
+}
+
+void kf_profile_free(kf_profile_t *profile) {
+  free(profile->folded);
+  profile->folded = NULL;
+}

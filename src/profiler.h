@@ -1,0 +1,55 @@
+/*
+ * profiler: one profiling session at a time, from start() to the folded
+ * text. Glues the sampler (perf events), the collector (its thread) and the
+ * symbolizer (names), and decides each thread's root frame.
+ * Called on the JS thread only; the binding owns the single instance.
+ */
+#ifndef KF_PROFILER_H
+#define KF_PROFILER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sampler.h"
+
+typedef struct kf_profile_stats {
+  uint64_t samples, lost, duplicates, foreign, corrupt, no_memory;
+  uint32_t threads;      /* distinct threads in the samples */
+  uint64_t duration_ns;  /* start() to stop() */
+  uint32_t hz;
+  kf_event_t event;
+  int kernel;            /* kernel frames were sampled */
+  int kernel_refused;    /* asked for, not allowed (perf_event_paranoid) */
+  int kernel_hidden;     /* sampled but unnamed (kptr_restrict) */
+  int inherit_thread;
+  uint32_t ring_pages, ring_pages_asked;
+  uint32_t attached, cpus;
+} kf_profile_stats_t;
+
+typedef struct kf_profile {
+  char *folded;
+  size_t folded_len;
+  kf_profile_stats_t stats;
+} kf_profile_t;
+
+typedef struct kf_profiler kf_profiler_t;
+
+kf_profiler_t *kf_profiler_new(void);
+void kf_profiler_free(kf_profiler_t *p); /* stops a running session first */
+
+int kf_profiler_running(const kf_profiler_t *p);
+
+/* Returns 0 or a negative code (error.h); *sys_errno is the errno behind it.
+ * On failure nothing is left open. */
+int kf_profiler_start(kf_profiler_t *p, const kf_sampler_opts_t *opts,
+                      int *sys_errno);
+
+/* Stops sampling, joins the collector, closes every event and ring, and
+ * names the stacks. On success *out owns the folded text (free with
+ * kf_profile_free). Even when naming fails for lack of memory, the events
+ * are closed. */
+int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out);
+
+void kf_profile_free(kf_profile_t *profile);
+
+#endif

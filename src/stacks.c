@@ -1,0 +1,122 @@
+#include "stacks.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct entry {
+  uint64_t hash;
+  uint64_t count;
+  uint64_t ips_off; /* into s->ips */
+  uint32_t tid, nr;
+} entry_t;
+
+struct kf_stacks {
+  entry_t *entries;
+  size_t nentries, entries_cap;
+  uint32_t *slots; /* open addressing: entry index + 1, 0 = empty */
+  size_t nslots;   /* power of two */
+  uint64_t *ips;
+  size_t nips, ips_cap;
+  kf_sample_t *samples;
+  size_t nsamples, samples_cap;
+};
+
+static uint64_t hash_stack(uint32_t tid, const uint64_t *ips, uint32_t nr) {
+  /* FNV-1a over 64-bit words, then a final mix so low bits spread. */
+  uint64_t h = 1469598103934665603ULL ^ tid;
+  for (uint32_t i = 0; i < nr; i++) h = (h ^ ips[i]) * 1099511628211ULL;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  return h;
+}
+
+static int reserve(void **buf, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return 0;
+  size_t n = *cap ? *cap : 1024;
+  while (n < need) n *= 2;
+  void *p = realloc(*buf, n * elem);
+  if (!p) return -ENOMEM;
+  *buf = p;
+  *cap = n;
+  return 0;
+}
+
+kf_stacks_t *kf_stacks_new(void) { return calloc(1, sizeof(kf_stacks_t)); }
+
+void kf_stacks_free(kf_stacks_t *s) {
+  if (!s) return;
+  free(s->entries);
+  free(s->slots);
+  free(s->ips);
+  free(s->samples);
+  free(s);
+}
+
+static int rehash(kf_stacks_t *s) {
+  size_t n = s->nslots ? s->nslots * 2 : 1024;
+  uint32_t *slots = calloc(n, sizeof(uint32_t));
+  if (!slots) return -ENOMEM;
+  for (size_t i = 0; i < s->nentries; i++) {
+    size_t j = s->entries[i].hash & (n - 1);
+    while (slots[j]) j = (j + 1) & (n - 1);
+    slots[j] = (uint32_t)(i + 1);
+  }
+  free(s->slots);
+  s->slots = slots;
+  s->nslots = n;
+  return 0;
+}
+
+int kf_stacks_add(kf_stacks_t *s, uint32_t tid, uint64_t time,
+                  const uint64_t *ips, uint32_t nr) {
+  if (reserve((void **)&s->samples, &s->samples_cap, s->nsamples + 1,
+              sizeof(kf_sample_t)))
+    return -ENOMEM;
+  /* Keep the table at most half full. */
+  if ((s->nentries + 1) * 2 > s->nslots && rehash(s)) return -ENOMEM;
+
+  uint64_t h = hash_stack(tid, ips, nr);
+  size_t j = h & (s->nslots - 1);
+  for (; s->slots[j]; j = (j + 1) & (s->nslots - 1)) {
+    entry_t *e = &s->entries[s->slots[j] - 1];
+    if (e->hash == h && e->tid == tid && e->nr == nr &&
+        memcmp(s->ips + e->ips_off, ips, nr * sizeof(uint64_t)) == 0)
+      break;
+  }
+  uint32_t id;
+  if (s->slots[j]) {
+    id = s->slots[j] - 1;
+  } else {
+    if (s->nentries >= UINT32_MAX - 1 ||
+        reserve((void **)&s->entries, &s->entries_cap, s->nentries + 1,
+                sizeof(entry_t)) ||
+        reserve((void **)&s->ips, &s->ips_cap, s->nips + nr, sizeof(uint64_t)))
+      return -ENOMEM;
+    id = (uint32_t)s->nentries++;
+    s->entries[id] = (entry_t){
+        .hash = h, .count = 0, .ips_off = s->nips, .tid = tid, .nr = nr};
+    if (nr) memcpy(s->ips + s->nips, ips, nr * sizeof(uint64_t));
+    s->nips += nr;
+    s->slots[j] = id + 1;
+  }
+  s->entries[id].count++;
+  s->samples[s->nsamples++] = (kf_sample_t){.time = time, .stack = id, .tid = tid};
+  return 0;
+}
+
+size_t kf_stacks_count(const kf_stacks_t *s) { return s->nentries; }
+
+void kf_stacks_get(const kf_stacks_t *s, size_t i, kf_stack_t *out) {
+  const entry_t *e = &s->entries[i];
+  out->tid = e->tid;
+  out->nr = e->nr;
+  out->count = e->count;
+  out->ips = s->ips + e->ips_off;
+}
+
+const kf_sample_t *kf_stacks_samples(const kf_stacks_t *s, size_t *n) {
+  *n = s->nsamples;
+  return s->samples;
+}

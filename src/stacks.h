@@ -1,0 +1,44 @@
+/*
+ * stacks: aggregates raw samples as they are drained. Each distinct
+ * (thread, callchain) is stored once with a count; every sample also keeps
+ * its timestamp and stack id, so exports can replay samples over time.
+ *
+ * Callchains are kept exactly as the kernel wrote them, leaf first, with the
+ * PERF_CONTEXT_* markers in place: naming happens later, at stop().
+ * Written by the collector thread only; read after the collector has joined.
+ */
+#ifndef KF_STACKS_H
+#define KF_STACKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct kf_stacks kf_stacks_t;
+
+typedef struct kf_stack {
+  uint32_t tid;
+  uint32_t nr;         /* entries in ips, markers included */
+  uint64_t count;      /* samples with this stack */
+  const uint64_t *ips; /* leaf first */
+} kf_stack_t;
+
+typedef struct kf_sample {
+  uint64_t time;       /* CLOCK_MONOTONIC, ns */
+  uint32_t stack;      /* index for kf_stacks_get */
+  uint32_t tid;
+} kf_sample_t;
+
+kf_stacks_t *kf_stacks_new(void);
+void kf_stacks_free(kf_stacks_t *s);
+
+/* Records one sample. Returns 0 or -ENOMEM (the sample is then not kept). */
+int kf_stacks_add(kf_stacks_t *s, uint32_t tid, uint64_t time,
+                  const uint64_t *ips, uint32_t nr);
+
+size_t kf_stacks_count(const kf_stacks_t *s);
+void kf_stacks_get(const kf_stacks_t *s, size_t i, kf_stack_t *out);
+
+/* Every sample, in the order added. */
+const kf_sample_t *kf_stacks_samples(const kf_stacks_t *s, size_t *n);
+
+#endif

@@ -1,0 +1,209 @@
+#define _GNU_SOURCE
+#include "symbolizer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+
+#include "elfsyms.h"
+#include "kallsyms.h"
+#include "procmaps.h"
+
+/* From libstdc++ (the C++ ABI); linked in for the addon and the tests. */
+extern char *__cxa_demangle(const char *mangled, char *out, size_t *len,
+                            int *status);
+
+typedef struct object {
+  uint32_t dev_major, dev_minor;
+  uint64_t inode;
+  char *path;
+  kf_elf_t *elf; /* NULL when the file could not be read as ELF */
+} object_t;
+
+typedef struct named {
+  uint64_t key; /* ip << 1 | kernel; 0 = empty slot */
+  char *name;
+} named_t;
+
+struct kf_symbolizer {
+  kf_maps_t maps;
+  object_t *objects; /* per (device, inode), kept across profiles */
+  size_t nobjects, objects_cap;
+  kf_elf_t *vdso;
+  int vdso_tried;
+  kf_symtab_t *kernel;
+  int kernel_tried, kernel_hidden;
+  named_t *names; /* hash: per profile */
+  size_t nnames, names_cap;
+};
+
+kf_symbolizer_t *kf_symbolizer_new(void) {
+  return calloc(1, sizeof(kf_symbolizer_t));
+}
+
+static void forget_names(kf_symbolizer_t *s) {
+  for (size_t i = 0; i < s->names_cap; i++) free(s->names[i].name);
+  free(s->names);
+  s->names = NULL;
+  s->nnames = s->names_cap = 0;
+}
+
+void kf_symbolizer_free(kf_symbolizer_t *s) {
+  if (!s) return;
+  forget_names(s);
+  kf_maps_free(&s->maps);
+  for (size_t i = 0; i < s->nobjects; i++) {
+    free(s->objects[i].path);
+    kf_elf_free(s->objects[i].elf);
+  }
+  free(s->objects);
+  kf_elf_free(s->vdso);
+  kf_symtab_free(s->kernel);
+  free(s);
+}
+
+int kf_symbolizer_begin(kf_symbolizer_t *s) {
+  forget_names(s);
+  kf_maps_free(&s->maps);
+  return kf_maps_load(&s->maps);
+}
+
+static const char *basename_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+static object_t *object_for(kf_symbolizer_t *s, const kf_mapping_t *m) {
+  for (size_t i = 0; i < s->nobjects; i++) {
+    object_t *o = &s->objects[i];
+    if (o->inode == m->inode && o->dev_major == m->dev_major &&
+        o->dev_minor == m->dev_minor && strcmp(o->path, m->path) == 0)
+      return o;
+  }
+  if (s->nobjects == s->objects_cap) {
+    size_t cap = s->objects_cap ? s->objects_cap * 2 : 16;
+    object_t *p = realloc(s->objects, cap * sizeof(object_t));
+    if (!p) return NULL;
+    s->objects = p;
+    s->objects_cap = cap;
+  }
+  char *path = strdup(m->path);
+  if (!path) return NULL;
+  object_t *o = &s->objects[s->nobjects++];
+  *o = (object_t){.dev_major = m->dev_major, .dev_minor = m->dev_minor,
+                  .inode = m->inode, .path = path};
+  if (kf_elf_load(path, &o->elf) != 0) o->elf = NULL;
+  return o;
+}
+
+static kf_elf_t *vdso_elf(kf_symbolizer_t *s, const kf_mapping_t *m) {
+  if (!s->vdso_tried) {
+    s->vdso_tried = 1;
+    void *image = (void *)getauxval(AT_SYSINFO_EHDR);
+    if (image && (uint64_t)image == m->start &&
+        kf_elf_parse(image, m->end - m->start, &s->vdso) != 0)
+      s->vdso = NULL;
+  }
+  return s->vdso;
+}
+
+/* Symbol name of a user address, demangled, or "object+0xoffset". */
+static char *user_name(kf_symbolizer_t *s, uint64_t ip) {
+  const kf_mapping_t *m = kf_maps_find(&s->maps, ip);
+  if (!m) return strdup("[unknown]");
+  if (m->path[0] == '\0' || strncmp(m->path, "[anon", 5) == 0)
+    return strdup("[jit]_[j]");
+
+  kf_elf_t *elf = NULL;
+  if (strcmp(m->path, "[vdso]") == 0) elf = vdso_elf(s, m);
+  else if (m->path[0] == '/') {
+    object_t *o = object_for(s, m);
+    elf = o ? o->elf : NULL;
+  }
+  uint64_t file_off = ip - m->start + m->offset, vaddr;
+  if (elf && kf_elf_vaddr(elf, file_off, &vaddr) == 0) {
+    const kf_sym_t *sym = kf_symtab_lookup(elf->syms, vaddr);
+    if (sym) {
+      char *raw = strndup(kf_symtab_name(elf->syms, sym), sym->name_len);
+      if (!raw) return NULL;
+      int status = -1;
+      char *pretty = raw[0] == '_' && raw[1] == 'Z'
+                         ? __cxa_demangle(raw, NULL, NULL, &status)
+                         : NULL;
+      if (pretty && status == 0) {
+        free(raw);
+        return pretty;
+      }
+      free(pretty);
+      return raw;
+    }
+  }
+  char *out;
+  if (asprintf(&out, "%s+0x%llx", basename_of(m->path),
+               (unsigned long long)file_off) < 0)
+    return NULL;
+  return out;
+}
+
+static char *kernel_name(kf_symbolizer_t *s, uint64_t ip) {
+  if (!s->kernel_tried) {
+    s->kernel_tried = 1;
+    if (kf_kallsyms_load(&s->kernel, &s->kernel_hidden) != 0) {
+      s->kernel = NULL;
+      s->kernel_hidden = 1;
+    }
+  }
+  if (s->kernel_hidden || !s->kernel) return strdup("[kernel]_[k]");
+  const kf_sym_t *sym = kf_symtab_lookup(s->kernel, ip);
+  if (!sym) return strdup("[unknown]_[k]");
+  char *out;
+  if (asprintf(&out, "%.*s_[k]", (int)sym->name_len,
+               kf_symtab_name(s->kernel, sym)) < 0)
+    return NULL;
+  return out;
+}
+
+static int grow_names(kf_symbolizer_t *s) {
+  size_t cap = s->names_cap ? s->names_cap * 2 : 4096;
+  named_t *t = calloc(cap, sizeof(named_t));
+  if (!t) return -ENOMEM;
+  for (size_t i = 0; i < s->names_cap; i++) {
+    if (!s->names[i].key) continue;
+    size_t j = (s->names[i].key * 0x9E3779B97F4A7C15ULL) >> 20 & (cap - 1);
+    while (t[j].key) j = (j + 1) & (cap - 1);
+    t[j] = s->names[i];
+  }
+  free(s->names);
+  s->names = t;
+  s->names_cap = cap;
+  return 0;
+}
+
+const char *kf_symbolizer_frame(kf_symbolizer_t *s, uint64_t ip, int kernel) {
+  uint64_t key = ip << 1 | (kernel ? 1 : 0);
+  if (key == 0) key = 2; /* ip 0 never maps; keep 0 for "empty" */
+  if ((s->nnames + 1) * 2 > s->names_cap && grow_names(s) != 0)
+    return "[unknown]";
+  size_t j = (key * 0x9E3779B97F4A7C15ULL) >> 20 & (s->names_cap - 1);
+  for (; s->names[j].key; j = (j + 1) & (s->names_cap - 1))
+    if (s->names[j].key == key) return s->names[j].name;
+  char *name = kernel ? kernel_name(s, ip) : user_name(s, ip);
+  if (!name) return "[unknown]";
+  s->names[j] = (named_t){.key = key, .name = name};
+  s->nnames++;
+  return name;
+}
+
+int kf_symbolizer_in_libc(kf_symbolizer_t *s, uint64_t ip) {
+  const kf_mapping_t *m = kf_maps_find(&s->maps, ip);
+  if (!m) return 0;
+  const char *base = basename_of(m->path);
+  return strncmp(base, "libc.so", 7) == 0 || strncmp(base, "libc-", 5) == 0 ||
+         strncmp(base, "libpthread", 10) == 0;
+}
+
+int kf_symbolizer_kernel_hidden(kf_symbolizer_t *s) {
+  return s->kernel_tried && (s->kernel_hidden || !s->kernel);
+}

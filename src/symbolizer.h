@@ -1,0 +1,38 @@
+/*
+ * symbolizer: names instruction addresses of this process.
+ *
+ *   kernel address  -> kallsyms name + "_[k]"; "[kernel]_[k]" when the
+ *                      addresses are hidden (kptr_restrict) or unreadable
+ *   file mapping    -> ELF symbol (C++ demangled), else "libfoo.so+0x1a2b"
+ *   [vdso]          -> the vDSO's own ELF symbols, read from memory
+ *   anonymous code  -> "[jit]_[j]" (V8's code space; named by the code map)
+ *   nothing mapped  -> "[unknown]"
+ *
+ * ELF tables and kallsyms are loaded on first use and kept across profiles;
+ * the address map is re-read by begin(). Used on the JS thread only.
+ */
+#ifndef KF_SYMBOLIZER_H
+#define KF_SYMBOLIZER_H
+
+#include <stdint.h>
+
+typedef struct kf_symbolizer kf_symbolizer_t;
+
+kf_symbolizer_t *kf_symbolizer_new(void);
+void kf_symbolizer_free(kf_symbolizer_t *s);
+
+/* Snapshots /proc/self/maps and forgets names handed out before. Returns 0
+ * or a negative errno. */
+int kf_symbolizer_begin(kf_symbolizer_t *s);
+
+/* The frame's name, valid until the next begin(). Never NULL (an
+ * out-of-memory condition yields "[unknown]"). */
+const char *kf_symbolizer_frame(kf_symbolizer_t *s, uint64_t ip, int kernel);
+
+/* 1 when the address lies in the C library (thread start-up frames). */
+int kf_symbolizer_in_libc(kf_symbolizer_t *s, uint64_t ip);
+
+/* 1 when kernel frames could not be named (addresses hidden). */
+int kf_symbolizer_kernel_hidden(kf_symbolizer_t *s);
+
+#endif

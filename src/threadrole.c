@@ -1,0 +1,40 @@
+#define _GNU_SOURCE
+#include "threadrole.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Start routines of the threads a Node process makes, as demangled names
+ * (substring match). */
+static const struct {
+  const char *routine;
+  const char *role;
+} roles[] = {
+    {"worker", "libuv-worker"}, /* libuv src/threadpool.c: static worker() */
+    {"PlatformWorkerThread", "v8-worker"},
+    {"DelayedTaskScheduler", "v8-delayed-tasks"},
+    {"node::worker::Worker", "worker-thread"},
+    {"inspector", "inspector"},
+    {"SignalInspectorThread", "inspector-signal"},
+};
+
+static const char *role_of(const char *routine) {
+  if (!routine) return NULL;
+  if (strcmp(routine, "worker") == 0) return roles[0].role;
+  for (size_t i = 1; i < sizeof roles / sizeof roles[0]; i++)
+    if (strstr(routine, roles[i].routine)) return roles[i].role;
+  return NULL;
+}
+
+char *kf_thread_root(uint32_t tid, uint32_t pid, const char *comm,
+                     const char *main_comm, const char *routine) {
+  char *out = NULL;
+  if (tid == pid) return strdup("main");
+  const char *role = NULL;
+  if (comm && *comm && (!main_comm || strcmp(comm, main_comm) != 0))
+    role = comm; /* the thread named itself */
+  if (!role) role = role_of(routine);
+  if (!role) role = comm && *comm ? comm : "thread";
+  if (asprintf(&out, "%s-%u", role, tid) < 0) return NULL;
+  return out;
+}
