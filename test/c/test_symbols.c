@@ -1,0 +1,192 @@
+/* Symbol tables: lookup at range edges, kallsyms text, /proc maps lines, ELF
+ * symbols of this very test binary, and thread root names. */
+#include <stdint.h>
+#include <string.h>
+
+#include "../../src/elfsyms.h"
+#include "../../src/kallsyms.h"
+#include "../../src/procmaps.h"
+#include "../../src/symtab.h"
+#include "../../src/threadrole.h"
+#include "kftest.h"
+
+static char *name_at(const kf_symtab_t *t, uint64_t addr) {
+  static char buf[256];
+  const kf_sym_t *s = kf_symtab_lookup(t, addr);
+  if (!s) return NULL;
+  snprintf(buf, sizeof buf, "%.*s", (int)s->name_len, kf_symtab_name(t, s));
+  return buf;
+}
+
+static void symtab_lookup_at_edges(void) {
+  kf_symtab_t *t = kf_symtab_new();
+  CHECK(kf_symtab_add(t, 0x2000, 0x100, "second", 6) == 0);
+  CHECK(kf_symtab_add(t, 0x1000, 0x10, "first", 5) == 0);
+  CHECK(kf_symtab_add(t, 0x3000, 0, "unsized", 7) == 0);
+  CHECK(kf_symtab_add(t, 0x4000, 0, "last", 4) == 0);
+  kf_symtab_finish(t, 0x4800);
+  CHECK(name_at(t, 0xfff) == NULL);
+  CHECK_STR(name_at(t, 0x1000), "first");
+  CHECK_STR(name_at(t, 0x100f), "first");
+  CHECK(name_at(t, 0x1010) == NULL); /* gap after a sized symbol */
+  CHECK_STR(name_at(t, 0x2000), "second");
+  CHECK_STR(name_at(t, 0x20ff), "second");
+  CHECK(name_at(t, 0x2100) == NULL);
+  CHECK_STR(name_at(t, 0x3fff), "unsized"); /* runs to the next symbol */
+  CHECK_STR(name_at(t, 0x47ff), "last");    /* runs to `end` */
+  CHECK(name_at(t, 0x4800) == NULL);
+  kf_symtab_free(t);
+}
+
+static void symtab_duplicate_start_keeps_sized(void) {
+  kf_symtab_t *t = kf_symtab_new();
+  CHECK(kf_symtab_add(t, 0x1000, 0, "alias_unsized", 13) == 0);
+  CHECK(kf_symtab_add(t, 0x1000, 0x20, "real", 4) == 0);
+  CHECK(kf_symtab_add(t, 0x1000, 0x20, "alias_later", 11) == 0);
+  kf_symtab_finish(t, 0);
+  CHECK_EQ_U64(kf_symtab_count(t), 1);
+  CHECK_STR(name_at(t, 0x1010), "real");
+  kf_symtab_free(t);
+}
+
+static void symtab_empty(void) {
+  kf_symtab_t *t = kf_symtab_new();
+  kf_symtab_finish(t, 0);
+  CHECK(kf_symtab_lookup(t, 0) == NULL);
+  CHECK(kf_symtab_lookup(t, UINT64_MAX) == NULL);
+  kf_symtab_free(t);
+}
+
+static void kallsyms_parses_text_symbols(void) {
+  static const char text[] =
+      "ffffffff81000000 T _stext\n"
+      "ffffffff81000000 T _text\n"
+      "ffffffff81001000 t do_one_initcall\n"
+      "ffffffff81002000 D some_data\n"
+      "ffffffff81003000 W weak_fn\n"
+      "garbage line\n"
+      "ffffffffc0a01000 t nf_hook_slow\t[nf_tables]\n"
+      "ffffffff81004000 T";
+  kf_symtab_t *t;
+  int hidden = -1;
+  CHECK(kf_kallsyms_parse(text, sizeof text - 1, &t, &hidden) == 0);
+  CHECK(hidden == 0);
+  CHECK_EQ_U64(kf_symtab_count(t), 4); /* _stext/_text merged, data skipped */
+  CHECK_STR(name_at(t, 0xffffffff81000000ULL), "_stext");
+  CHECK_STR(name_at(t, 0xffffffff81001fffULL), "do_one_initcall");
+  /* Data symbols are not kept, so text runs on over them. */
+  CHECK_STR(name_at(t, 0xffffffff81002010ULL), "do_one_initcall");
+  CHECK_STR(name_at(t, 0xffffffff81003000ULL), "weak_fn");
+  CHECK_STR(name_at(t, 0xffffffffc0a01234ULL), "nf_hook_slow");
+  CHECK(name_at(t, 0xffffffff80ffffffULL) == NULL);
+  kf_symtab_free(t);
+}
+
+static void kallsyms_hidden_addresses(void) {
+  static const char text[] =
+      "0000000000000000 T _stext\n"
+      "0000000000000000 t do_one_initcall\n";
+  kf_symtab_t *t;
+  int hidden = 0;
+  CHECK(kf_kallsyms_parse(text, sizeof text - 1, &t, &hidden) == 0);
+  CHECK(hidden == 1);
+  CHECK_EQ_U64(kf_symtab_count(t), 0);
+  kf_symtab_free(t);
+}
+
+static void procmaps_parses_lines(void) {
+  static const char lines[] =
+      "00400000-00b6f000 r--p 00000000 fe:01 1234      /usr/bin/node\n"
+      "00b6f000-00b71000 r-xp 0076f000 fe:01 1234      /usr/bin/node\n"
+      "7f0c8c000000-7f0c8c021000 rw-p 00000000 00:00 0 \n"
+      "7f0c8d000000-7f0c8d040000 rwxp 00000000 00:00 0\n"
+      "broken\n"
+      "7ffd1e9f2000-7ffd1e9f4000 r-xp 00000000 00:00 0          [vdso]\n"
+      "7ffd1ea00000-7ffd1ea01000 r-xp 00000000 08:02 99 /tmp/with space.so (deleted)";
+  char *text = strdup(lines);
+  kf_maps_t maps;
+  CHECK(kf_maps_parse(text, strlen(text), &maps) == 0);
+  CHECK_EQ_U64(maps.count, 6);
+  const kf_mapping_t *m = kf_maps_find(&maps, 0xb70000);
+  CHECK(m && m->exec && m->offset == 0x76f000 && m->inode == 1234);
+  CHECK(m->dev_major == 0xfe && m->dev_minor == 1);
+  CHECK_STR(m->path, "/usr/bin/node");
+  m = kf_maps_find(&maps, 0x7f0c8d000010ULL);
+  CHECK(m && m->exec && m->path[0] == '\0');
+  CHECK_STR(kf_maps_find(&maps, 0x7ffd1e9f2000ULL)->path, "[vdso]");
+  CHECK_STR(kf_maps_find(&maps, 0x7ffd1ea00000ULL)->path,
+            "/tmp/with space.so (deleted)");
+  CHECK(kf_maps_find(&maps, 0x3fffff) == NULL);
+  CHECK(kf_maps_find(&maps, 0xb71000) == NULL); /* end is exclusive */
+  kf_maps_free(&maps);
+}
+
+/* A function of this binary to find by name. */
+__attribute__((noinline)) int kftest_marker_function(int x) {
+  return x * 3 + 1;
+}
+
+static void elf_names_this_binary(void) {
+  kf_maps_t maps;
+  CHECK(kf_maps_load(&maps) == 0);
+  uint64_t ip = (uint64_t)(uintptr_t)&kftest_marker_function + 3;
+  const kf_mapping_t *m = kf_maps_find(&maps, ip);
+  CHECK(m && m->exec && m->path[0] == '/');
+  kf_elf_t *elf;
+  CHECK(kf_elf_load(m->path, &elf) == 0);
+  CHECK(elf->from_symtab == 1);
+  uint64_t vaddr;
+  CHECK(kf_elf_vaddr(elf, ip - m->start + m->offset, &vaddr) == 0);
+  const kf_sym_t *s = kf_symtab_lookup(elf->syms, vaddr);
+  CHECK(s != NULL);
+  CHECK(s->name_len == strlen("kftest_marker_function"));
+  CHECK(memcmp(kf_symtab_name(elf->syms, s), "kftest_marker_function",
+               s->name_len) == 0);
+  kf_elf_free(elf);
+  kf_maps_free(&maps);
+}
+
+static void elf_refuses_non_elf(void) {
+  static const char junk[64] = "definitely not an ELF file";
+  kf_elf_t *elf = NULL;
+  CHECK(kf_elf_parse(junk, sizeof junk, &elf) < 0);
+  CHECK(elf == NULL);
+  CHECK(kf_elf_load("/nonexistent/kflame", &elf) < 0);
+  CHECK(kf_elf_load("/proc/self/status", &elf) < 0); /* size 0 in stat */
+}
+
+static void thread_roots(void) {
+  char *s;
+  CHECK_STR(s = kf_thread_root(100, 100, "node", "node", NULL), "main");
+  free(s);
+  CHECK_STR(s = kf_thread_root(101, 100, "node", "node", "worker"),
+            "libuv-worker-101");
+  free(s);
+  CHECK_STR(s = kf_thread_root(102, 100, "node", "node",
+                               "node::(anonymous namespace)::PlatformWorkerThread(void*)"),
+            "v8-worker-102");
+  free(s);
+  CHECK_STR(s = kf_thread_root(103, 100, "my-thread", "node", "worker"),
+            "my-thread-103"); /* a name the thread chose wins */
+  free(s);
+  CHECK_STR(s = kf_thread_root(104, 100, "node", "node", "something_else"),
+            "node-104");
+  free(s);
+  CHECK_STR(s = kf_thread_root(105, 100, NULL, NULL, NULL), "thread-105");
+  free(s);
+}
+
+static const kftest_case_t cases[] = {
+    {"symtab: lookup at range edges", symtab_lookup_at_edges},
+    {"symtab: duplicate start keeps the sized symbol", symtab_duplicate_start_keeps_sized},
+    {"symtab: empty table", symtab_empty},
+    {"kallsyms: parses text symbols", kallsyms_parses_text_symbols},
+    {"kallsyms: hidden addresses", kallsyms_hidden_addresses},
+    {"procmaps: parses lines", procmaps_parses_lines},
+    {"elf: names a function of this binary", elf_names_this_binary},
+    {"elf: refuses what is not ELF", elf_refuses_non_elf},
+    {"threadrole: root names", thread_roots},
+    {NULL, NULL},
+};
+
+int main(int argc, char **argv) { return kftest_main(cases, argc, argv); }
