@@ -271,12 +271,13 @@ int kf_sampler_open(const kf_sampler_opts_t *opts, kf_sampler_t **out,
   a->comm = 1;
   a->use_clockid = 1;
   a->clockid = CLOCK_MONOTONIC;
+  /* Wake the collector when a ring is half full: with watermark set and
+   * wakeup_watermark 0 the kernel takes half of whatever size the ring got,
+   * also when the locked-memory budget made it smaller than asked. */
   a->watermark = 1;
 
   int rc = online_cpus(&s->cpus, &s->info.cpus);
   if (rc != 0) goto fail;
-  /* Wake the collector when a ring is half full. */
-  a->wakeup_watermark = (uint32_t)(s->info.ring_pages * s->page_size / 2);
 
   /* Threads may start while we attach: scan until a pass finds none new. */
   size_t added = 1;

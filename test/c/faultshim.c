@@ -1,0 +1,80 @@
+/*
+ * faultshim: an LD_PRELOAD library that makes the kernel say no, so the tap
+ * tests can walk kflame's error paths for real on a machine that allows
+ * everything. Set in the environment of a child node process:
+ *
+ *   KFLAME_FAULT_PERF=EACCES|EPERM|ENOSYS|EMFILE  perf_event_open fails so
+ *   KFLAME_FAULT_PERF_AFTER=N                     ... after N successful opens
+ *   KFLAME_FAULT_MLOCK_PAGES=N   mmap of a perf ring larger than 1+N pages
+ *                                fails with EPERM (0: every ring fails)
+ *
+ * Test-only: never linked into kflame.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int perf_opens;
+
+static int fault_errno(const char *name) {
+  if (!name) return 0;
+  if (!strcmp(name, "EACCES")) return EACCES;
+  if (!strcmp(name, "EPERM")) return EPERM;
+  if (!strcmp(name, "ENOSYS")) return ENOSYS;
+  if (!strcmp(name, "EMFILE")) return EMFILE;
+  return 0;
+}
+
+long syscall(long nr, ...) {
+  va_list ap;
+  va_start(ap, nr);
+  long a[6];
+  for (int i = 0; i < 6; i++) a[i] = va_arg(ap, long);
+  va_end(ap);
+  if (nr == SYS_perf_event_open) {
+    int e = fault_errno(getenv("KFLAME_FAULT_PERF"));
+    const char *after = getenv("KFLAME_FAULT_PERF_AFTER");
+    if (e && perf_opens >= (after ? atoi(after) : 0)) {
+      errno = e;
+      return -1;
+    }
+    perf_opens++;
+  }
+  static long (*real)(long, ...);
+  if (!real) real = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+  return real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+/* node-gyp builds with _FILE_OFFSET_BITS=64, so the addon calls mmap64. */
+static void *fault_mmap(const char *sym, void *addr, size_t len, int prot,
+                        int flags, int fd, off_t off) {
+  void *(*real)(void *, size_t, int, int, int, off_t) =
+      (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, sym);
+  const char *pages = getenv("KFLAME_FAULT_MLOCK_PAGES");
+  if (pages && fd >= 0 && (flags & MAP_SHARED) && (prot & PROT_WRITE) &&
+      len > (size_t)(atoi(pages) + 1) * (size_t)sysconf(_SC_PAGESIZE)) {
+    char link[64], target[64] = "";
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n > 0 && strstr(target, "perf_event")) {
+      errno = EPERM;
+      return MAP_FAILED;
+    }
+  }
+  return real(addr, len, prot, flags, fd, off);
+}
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  return fault_mmap("mmap", addr, len, prot, flags, fd, off);
+}
+
+void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  return fault_mmap("mmap64", addr, len, prot, flags, fd, off);
+}

@@ -1,0 +1,57 @@
+'use strict'
+
+// Shared by the tap tests: reading folded text and knowing what this machine
+// allows, so a test can expect kernel frames exactly when they are possible.
+
+const fs = require('node:fs')
+const path = require('node:path')
+const { spawnSync } = require('node:child_process')
+
+function parseFolded (text) {
+  return text.split('\n').filter(Boolean).map((line) => {
+    const i = line.lastIndexOf(' ')
+    return { frames: line.slice(0, i).split(';'), count: Number(line.slice(i + 1)) }
+  })
+}
+
+function total (stacks, predicate = () => true) {
+  return stacks.filter(predicate).reduce((n, s) => n + s.count, 0)
+}
+
+function paranoid () {
+  return Number(fs.readFileSync('/proc/sys/kernel/perf_event_paranoid', 'utf8'))
+}
+
+// Kernel frames need root (CAP_PERFMON) or perf_event_paranoid <= 1.
+function kernelAllowed () {
+  return process.getuid() === 0 || paranoid() <= 1
+}
+
+const SHIM = path.join(__dirname, 'c', 'build', 'faultshim.so')
+
+// Runs a script in a child node with the fault-injection shim preloaded.
+function runWithFaults (script, env) {
+  const r = spawnSync(process.execPath, ['-e', script], {
+    env: { ...process.env, LD_PRELOAD: SHIM, ...env },
+    encoding: 'utf8',
+    cwd: path.join(__dirname, '..')
+  })
+  if (r.status !== 0) throw new Error(`child failed (${r.status}): ${r.stderr}`)
+  return JSON.parse(r.stdout)
+}
+
+function openFds () {
+  return fs.readdirSync('/proc/self/fd').length
+}
+
+function threadCount () {
+  return fs.readdirSync('/proc/self/task').length
+}
+
+// Busy-waits on the calling thread for `ms` of wall time, calling `work`.
+function spin (ms, work) {
+  const end = performance.now() + ms
+  while (performance.now() < end) work()
+}
+
+module.exports = { parseFolded, total, kernelAllowed, paranoid, runWithFaults, SHIM, openFds, threadCount, spin }

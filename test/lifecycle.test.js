@@ -1,0 +1,82 @@
+'use strict'
+
+const t = require('tap')
+const { execFileSync } = require('node:child_process')
+const kflame = require('..')
+const { parseFolded, openFds, threadCount, spin } = require('./helpers')
+
+t.test('stop() without start() and start() twice are errors with codes', async (t) => {
+  t.throws(() => kflame.stop(), { code: 'KFLAME_ERR_NOT_RUNNING', message: /start\(\)/ })
+  kflame.start()
+  t.equal(kflame.isRunning(), true)
+  t.throws(() => kflame.start(), { code: 'KFLAME_ERR_RUNNING', message: /stop\(\)/ })
+  t.equal(kflame.isRunning(), true, 'the failed start left the running profile alone')
+  kflame.stop()
+  t.equal(kflame.isRunning(), false)
+  t.throws(() => kflame.stop(), { code: 'KFLAME_ERR_NOT_RUNNING' })
+})
+
+t.test('a profile has folded stacks and stats', async (t) => {
+  kflame.start({ hz: 499 })
+  let x = 0
+  spin(300, () => { x += Math.sqrt(x + 1) })
+  const p = kflame.stop()
+  t.type(p, kflame.Profile)
+  const s = p.stats
+  for (const key of ['samples', 'lost', 'threads', 'durationMs', 'hz']) t.type(s[key], 'number', key)
+  t.equal(s.hz, 499)
+  t.equal(s.event, 'cpu-clock')
+  t.type(s.kernel, 'boolean')
+  t.ok(Array.isArray(s.warnings))
+  t.ok(s.durationMs >= 300 && s.durationMs < 5000, `durationMs ${s.durationMs}`)
+  // ~150 samples expected for 300 ms at 499 Hz on the main thread.
+  t.ok(s.samples > 75 && s.samples < 400, `samples ${s.samples}`)
+  t.equal(s.lost, 0)
+  const stacks = parseFolded(p.folded)
+  t.ok(stacks.length > 0)
+  t.equal(stacks.reduce((n, st) => n + st.count, 0), s.samples, 'every sample is in the folded text')
+  for (const st of stacks) {
+    t.ok(Number.isInteger(st.count) && st.count > 0)
+    t.notOk(st.frames.includes(''), 'no empty frame')
+  }
+  const main = stacks.filter((st) => st.frames[0] === 'main')
+  t.ok(main.reduce((n, st) => n + st.count, 0) > s.samples * 0.8, 'the busy main thread has most samples')
+  t.ok(main.some((st) => st.frames.includes('node::Start(int, char**)')), 'node C++ frames are named and demangled')
+  t.ok(main.some((st) => st.frames.some((f) => f.endsWith('_[j]'))), 'JIT frames are marked _[j]')
+  t.equal(new Set(p.folded.trim().split('\n').map((l) => l.slice(0, l.lastIndexOf(' ')))).size, stacks.length,
+    'equal stacks are merged')
+})
+
+t.test('1000 start/stop cycles leak no fd, thread or memory', async (t) => {
+  // Warm up: the first stop loads ELF symbol tables, kept for later stops.
+  for (let i = 0; i < 20; i++) { kflame.start(); kflame.stop() }
+  global.gc?.()
+  const fds = openFds()
+  const threads = threadCount()
+  const rss = process.memoryUsage.rss()
+  for (let i = 0; i < 1000; i++) {
+    kflame.start({ hz: 999 })
+    kflame.stop()
+  }
+  t.equal(openFds(), fds, 'open fds')
+  t.equal(threadCount(), threads, 'threads')
+  const grown = (process.memoryUsage.rss() - rss) / 1048576
+  t.ok(grown < 20, `RSS grew ${grown.toFixed(1)} MiB`)
+})
+
+t.test('no perf fd reaches a child process', async (t) => {
+  kflame.start()
+  const listing = execFileSync('ls', ['-l', '/proc/self/fd/'], { encoding: 'utf8' })
+  kflame.stop()
+  t.notMatch(listing, /perf_event/)
+})
+
+t.test('samples of a forked child are not taken (inherit_thread)', async (t) => {
+  kflame.start({ hz: 999 })
+  // The child burns CPU for 300 ms; none of it may show up here.
+  execFileSync(process.execPath, ['-e', 'const e=Date.now()+300;while(Date.now()<e);'])
+  const p = kflame.stop()
+  t.equal(p.stats.details.foreign, 0)
+  const roots = new Set(parseFolded(p.folded).map((s) => s.frames[0]))
+  t.ok(p.stats.samples < 100, `only this process's samples (${p.stats.samples}, roots ${[...roots]})`)
+})
