@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The whole test suite: C unit tests (plain and under ASan/UBSan), then the
+# tap tests. Run as root, the tap tests run a second time as an unprivileged
+# user, because what kflame may sample (kernel frames, locked memory) differs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== C unit tests"
+make -s -C test/c run
+echo "== C unit tests under AddressSanitizer and UBSan"
+make -s -C test/c run SANITIZE=1
+make -s -C test/c shim
+
+echo "== tap tests as $(id -un)"
+npx tap
+
+if [ "$(id -u)" = 0 ] && [ -z "${KFLAME_SKIP_UNPRIVILEGED:-}" ]; then
+  user=${KFLAME_TEST_USER:-nobody}
+  # The unprivileged user needs a tree it can write (.tap/) and read.
+  copy=$(mktemp -d /tmp/kflame-test.XXXXXX)
+  trap 'rm -rf "$copy"' EXIT
+  cp -a . "$copy/kflame"
+  chown -R "$user" "$copy"
+  chmod 755 "$copy"
+  echo "== tap tests as $user (perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid))"
+  (cd "$copy/kflame" && runuser -u "$user" -- env HOME="$copy" npx tap)
+fi
