@@ -1,5 +1,7 @@
 #include "stacks.h"
 
+#include "grow.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,17 +34,6 @@ static uint64_t hash_stack(uint32_t tid, const uint64_t *ips, uint32_t nr) {
   return h;
 }
 
-static int reserve(void **buf, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap) return 0;
-  size_t n = *cap ? *cap : 1024;
-  while (n < need) n *= 2;
-  void *p = realloc(*buf, n * elem);
-  if (!p) return -ENOMEM;
-  *buf = p;
-  *cap = n;
-  return 0;
-}
-
 kf_stacks_t *kf_stacks_new(void) { return calloc(1, sizeof(kf_stacks_t)); }
 
 void kf_stacks_free(kf_stacks_t *s) {
@@ -71,8 +62,8 @@ static int rehash(kf_stacks_t *s) {
 
 int kf_stacks_add(kf_stacks_t *s, uint32_t tid, uint64_t time,
                   const uint64_t *ips, uint32_t nr) {
-  if (reserve((void **)&s->samples, &s->samples_cap, s->nsamples + 1,
-              sizeof(kf_sample_t)))
+  if (kf_grow((void **)&s->samples, &s->samples_cap, s->nsamples + 1,
+              sizeof(kf_sample_t), 1024))
     return -ENOMEM;
   /* Keep the table at most half full. */
   if ((s->nentries + 1) * 2 > s->nslots && rehash(s)) return -ENOMEM;
@@ -90,9 +81,9 @@ int kf_stacks_add(kf_stacks_t *s, uint32_t tid, uint64_t time,
     id = s->slots[j] - 1;
   } else {
     if (s->nentries >= UINT32_MAX - 1 ||
-        reserve((void **)&s->entries, &s->entries_cap, s->nentries + 1,
-                sizeof(entry_t)) ||
-        reserve((void **)&s->ips, &s->ips_cap, s->nips + nr, sizeof(uint64_t)))
+        kf_grow((void **)&s->entries, &s->entries_cap, s->nentries + 1,
+                sizeof(entry_t), 1024) ||
+        kf_grow((void **)&s->ips, &s->ips_cap, s->nips + nr, sizeof(uint64_t), 1024))
       return -ENOMEM;
     id = (uint32_t)s->nentries++;
     s->entries[id] = (entry_t){

@@ -1,5 +1,7 @@
 #include "symtab.h"
 
+#include "grow.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,22 +22,11 @@ void kf_symtab_free(kf_symtab_t *tab) {
   free(tab);
 }
 
-static int grow(void **buf, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap) return 0;
-  size_t n = *cap ? *cap * 2 : 256;
-  while (n < need) n *= 2;
-  void *p = realloc(*buf, n * elem);
-  if (!p) return -ENOMEM;
-  *buf = p;
-  *cap = n;
-  return 0;
-}
-
 int kf_symtab_add(kf_symtab_t *tab, uint64_t start, uint64_t size,
                   const char *name, size_t len) {
   if (len > UINT32_MAX || tab->pool_len + len > UINT32_MAX) return -ENOMEM;
-  if (grow((void **)&tab->syms, &tab->cap, tab->count + 1, sizeof(kf_sym_t)) ||
-      grow((void **)&tab->pool, &tab->pool_cap, tab->pool_len + len, 1))
+  if (kf_grow((void **)&tab->syms, &tab->cap, tab->count + 1, sizeof(kf_sym_t), 256) ||
+      kf_grow((void **)&tab->pool, &tab->pool_cap, tab->pool_len + len, 1, 4096))
     return -ENOMEM;
   memcpy(tab->pool + tab->pool_len, name, len);
   tab->syms[tab->count++] = (kf_sym_t){
