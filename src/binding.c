@@ -5,6 +5,7 @@
  * unsafe for C. One profiler per process (perf events are per process), so a
  * worker thread's copy of the addon shares it, under a mutex.
  */
+#include <errno.h>
 #include <node_api.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -80,7 +81,7 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
 
   pthread_mutex_lock(&lock);
   int rc = 0, sys_errno = 0;
-  if (!profiler && !(profiler = kf_profiler_new())) rc = -12; /* ENOMEM */
+  if (!profiler && !(profiler = kf_profiler_new())) rc = -ENOMEM;
   if (rc == 0) rc = kf_profiler_start(profiler, &opts, &sys_errno);
   pthread_mutex_unlock(&lock);
   if (rc != 0) return throw_code(env, rc, sys_errno);

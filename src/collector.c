@@ -127,8 +127,8 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
     c->stats.duplicates++;
     return;
   }
-  /* The ring is a byte stream: ips may be unaligned in the scratch copy only
-   * in theory (records are 8-byte multiples), so reading in place is safe. */
+  /* Records are 8-byte multiples starting in a page-aligned ring (or the
+   * malloc'd scratch copy), so the ips can be read in place. */
   if (kf_stacks_add(c->stacks, tid, time, (const uint64_t *)p, (uint32_t)nr)) {
     c->stats.no_memory++;
     return;
