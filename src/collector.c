@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "grow.h"
 
 #define POLL_TIMEOUT_MS 100
 
@@ -65,13 +66,9 @@ static int is_direct(const kf_collector_t *c, uint32_t tid) {
 }
 
 static thread_t *add_thread(kf_collector_t *c, uint32_t tid) {
-  if (c->nthreads == c->threads_cap) {
-    size_t cap = c->threads_cap ? c->threads_cap * 2 : 32;
-    thread_t *t = realloc(c->threads, cap * sizeof(thread_t));
-    if (!t) return NULL;
-    c->threads = t;
-    c->threads_cap = cap;
-  }
+  if (kf_grow((void **)&c->threads, &c->threads_cap, c->nthreads + 1,
+              sizeof(thread_t), 32))
+    return NULL;
   thread_t *t = &c->threads[c->nthreads++];
   memset(t, 0, sizeof(*t));
   t->tid = tid;

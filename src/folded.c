@@ -1,5 +1,7 @@
 #include "folded.h"
 
+#include "grow.h"
+
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
@@ -17,15 +19,9 @@ typedef struct buf {
   size_t len, cap;
 } buf_t;
 
+/* Room for `more` bytes and a terminating NUL. */
 static int buf_reserve(buf_t *b, size_t more) {
-  if (b->len + more + 1 <= b->cap) return 0;
-  size_t n = b->cap ? b->cap * 2 : 4096;
-  while (n < b->len + more + 1) n *= 2;
-  char *p = realloc(b->p, n);
-  if (!p) return -ENOMEM;
-  b->p = p;
-  b->cap = n;
-  return 0;
+  return kf_grow((void **)&b->p, &b->cap, b->len + more + 1, 1, 4096);
 }
 
 size_t kf_fold_sanitize(char *dst, const char *name, size_t len) {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "grow.h"
 #include "readfile.h"
 
 #define MAX_THREAD_SCANS 8
@@ -217,15 +218,10 @@ static int scan_threads(kf_sampler_t *s, size_t *added) {
   while ((d = readdir(dir)) != NULL) {
     pid_t tid = (pid_t)atoi(d->d_name);
     if (tid <= 0 || known_tid(s, tid)) continue;
-    if (s->ntids == s->tids_cap) {
-      size_t cap = s->tids_cap ? s->tids_cap * 2 : 32;
-      pid_t *tids = realloc(s->tids, cap * sizeof(pid_t));
-      if (!tids) {
-        rc = -ENOMEM;
-        break;
-      }
-      s->tids = tids;
-      s->tids_cap = cap;
+    if (kf_grow((void **)&s->tids, &s->tids_cap, s->ntids + 1, sizeof(pid_t),
+                32)) {
+      rc = -ENOMEM;
+      break;
     }
     s->tids[s->ntids++] = tid;
     if ((rc = attach_thread(s, tid)) != 0) break;

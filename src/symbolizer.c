@@ -8,6 +8,7 @@
 #include <sys/auxv.h>
 
 #include "elfsyms.h"
+#include "grow.h"
 #include "kallsyms.h"
 #include "procmaps.h"
 
@@ -82,13 +83,9 @@ static object_t *object_for(kf_symbolizer_t *s, const kf_mapping_t *m) {
         o->dev_minor == m->dev_minor && strcmp(o->path, m->path) == 0)
       return o;
   }
-  if (s->nobjects == s->objects_cap) {
-    size_t cap = s->objects_cap ? s->objects_cap * 2 : 16;
-    object_t *p = realloc(s->objects, cap * sizeof(object_t));
-    if (!p) return NULL;
-    s->objects = p;
-    s->objects_cap = cap;
-  }
+  if (kf_grow((void **)&s->objects, &s->objects_cap, s->nobjects + 1,
+              sizeof(object_t), 16))
+    return NULL;
   char *path = strdup(m->path);
   if (!path) return NULL;
   object_t *o = &s->objects[s->nobjects++];
