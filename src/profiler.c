@@ -119,14 +119,15 @@ static int make_roots(kf_profiler_t *p, const kf_stacks_t *stacks,
       r = &ctx->roots[ctx->nroots++];
       r->tid = st.tid;
     }
-    /* A role is settled by the first stack that reaches the thread's start
-     * routine; later passes fill threads whose stacks never did. */
+    /* A role is settled by the first stack whose outermost frame is one of
+     * Node's start routines. A chain broken by a frame without a frame
+     * pointer (libc is built without) ends in a garbage frame and settles
+     * nothing; threads no stack settled are named by comm below. */
     const char *routine = start_routine(p->symbolizer, &st);
+    if (st.tid != pid && !kf_thread_role(routine)) continue;
     const char *comm = kf_collector_comm(p->collector, st.tid);
-    char *name = kf_thread_root(st.tid, pid, comm, main_comm, routine);
-    if (!name) return -ENOMEM;
-    if (routine || st.tid == pid) r->name = name;
-    else free(name);
+    r->name = kf_thread_root(st.tid, pid, comm, main_comm, routine);
+    if (!r->name) return -ENOMEM;
   }
   for (size_t j = 0; j < ctx->nroots; j++) {
     root_t *r = &ctx->roots[j];

@@ -18,7 +18,7 @@ static const struct {
     {"SignalInspectorThread", "inspector-signal"},
 };
 
-static const char *role_of(const char *routine) {
+const char *kf_thread_role(const char *routine) {
   if (!routine) return NULL;
   if (strcmp(routine, "worker") == 0) return roles[0].role;
   for (size_t i = 1; i < sizeof roles / sizeof roles[0]; i++)
@@ -33,7 +33,7 @@ char *kf_thread_root(uint32_t tid, uint32_t pid, const char *comm,
   const char *role = NULL;
   if (comm && *comm && (!main_comm || strcmp(comm, main_comm) != 0))
     role = comm; /* the thread named itself */
-  if (!role) role = role_of(routine);
+  if (!role) role = kf_thread_role(routine);
   if (!role) role = comm && *comm ? comm : "thread";
   if (asprintf(&out, "%s-%u", role, tid) < 0) return NULL;
   return out;

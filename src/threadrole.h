@@ -15,6 +15,10 @@
 
 #include <stdint.h>
 
+/* The role a start routine gives a thread ("libuv-worker", "v8-worker", ...),
+ * or NULL when the routine is not one of Node's. */
+const char *kf_thread_role(const char *routine);
+
 /* Returns a malloc'd name, or NULL when out of memory. comm, main_comm and
  * routine may be NULL when unknown. */
 char *kf_thread_root(uint32_t tid, uint32_t pid, const char *comm,

@@ -18,6 +18,17 @@ function total (stacks, predicate = () => true) {
   return stacks.filter(predicate).reduce((n, s) => n + s.count, 0)
 }
 
+// "main=12 libuv-worker=40 ...": samples per root with tids dropped, for
+// assertion messages.
+function rootSummary (stacks) {
+  const byRoot = new Map()
+  for (const s of stacks) {
+    const root = s.frames[0].replace(/-\d+$/, '')
+    byRoot.set(root, (byRoot.get(root) || 0) + s.count)
+  }
+  return [...byRoot].map(([root, n]) => `${root}=${n}`).join(' ')
+}
+
 function paranoid () {
   return Number(fs.readFileSync('/proc/sys/kernel/perf_event_paranoid', 'utf8'))
 }
@@ -54,4 +65,4 @@ function spin (ms, work) {
   while (performance.now() < end) work()
 }
 
-module.exports = { parseFolded, total, kernelAllowed, paranoid, runWithFaults, SHIM, openFds, threadCount, spin }
+module.exports = { parseFolded, total, rootSummary, kernelAllowed, paranoid, runWithFaults, SHIM, openFds, threadCount, spin }

@@ -7,7 +7,7 @@ const crypto = require('node:crypto')
 const fs = require('node:fs')
 const { Worker } = require('node:worker_threads')
 const kflame = require('..')
-const { parseFolded, total, kernelAllowed, spin } = require('./helpers')
+const { parseFolded, total, rootSummary, kernelAllowed, spin } = require('./helpers')
 
 const has = (re) => (s) => s.frames.some((f) => re.test(f))
 
@@ -70,7 +70,7 @@ t.test('a thread started while profiling is sampled', async (t) => {
   const stacks = parseFolded(p.folded)
   const worker = stacks.filter((s) => /^worker-thread-\d+$/.test(s.frames[0]))
   // 300 ms of CPU at 999 Hz: ~300 samples; thread start-up costs some too.
-  t.ok(total(worker) > 200, `worker thread samples: ${total(worker)}`)
+  t.ok(total(worker) > 200, `worker thread samples: ${total(worker)} (by root: ${rootSummary(stacks)})`)
   t.equal(p.stats.details.duplicates, 0)
 })
 

@@ -174,6 +174,12 @@ static void thread_roots(void) {
   free(s);
   CHECK_STR(s = kf_thread_root(105, 100, NULL, NULL, NULL), "thread-105");
   free(s);
+  /* Only Node's start routines settle a role: a broken chain's garbage
+   * outermost frame must not. */
+  CHECK_STR(kf_thread_role("worker"), "libuv-worker");
+  CHECK(kf_thread_role("[unknown]") == NULL);
+  CHECK(kf_thread_role("libc.so.6+0x98109") == NULL);
+  CHECK(kf_thread_role(NULL) == NULL);
 }
 
 static const kftest_case_t cases[] = {
