@@ -17,9 +17,16 @@
         "src/procmaps.c",
         "src/readfile.c",
         "src/threadrole.c",
-        "src/error.c"
+        "src/error.c",
+        "src/jitname.c",
+        "src/codemap.c",
+        "src/jitframes.c",
+        "src/jithook.c",
+        "src/perfmap.c",
+        "src/jit_shim.cc"
       ],
       "cflags_c": ["-std=gnu11", "-Wall", "-Wextra", "-O2", "-fno-omit-frame-pointer"],
+      "cflags_cc": ["-std=gnu++17", "-Wall", "-Wextra", "-O2", "-fno-omit-frame-pointer", "-fno-exceptions"],
       "libraries": ["-lelf", "-lstdc++", "-lpthread"],
       "conditions": [
         ["OS!='linux'", { "type": "none" }]

@@ -7,8 +7,16 @@
 //   ... work ...
 //   const profile = kflame.stop()   // profile.folded, profile.stats
 
+// Interpreted functions get a trampoline of their own, so their frames can
+// be named; it applies to functions compiled from now on. Set before the
+// binding loads, which arms V8's code-event hook (unless KFLAME_JIT=lazy:
+// then the first start() arms it; KFLAME_JIT=off leaves V8 alone).
+const jitMode = process.env.KFLAME_JIT || 'load'
+if (jitMode !== 'off') require('node:v8').setFlagsFromString('--interpreted-frames-native-stack')
+
 const binding = require('./binding')
-const { checkStartOptions } = require('./options')
+const { checkStartOptions, defaultPerfMapPath } = require('./options')
+const { kflameError } = require('./errors')
 const { Profile, makeStats } = require('./profile')
 
 let current = null // options of the running profile
@@ -19,7 +27,10 @@ function start (options) {
     hz: o.hz,
     taskClock: o.event === 'task-clock',
     kernel: o.kernel,
-    ringPages: o.ringPages
+    ringPages: o.ringPages,
+    jit: o.jit && jitMode !== 'off',
+    tiers: o.tiers,
+    perfMap: o.perfMap || undefined
   })
   current = o
 }
@@ -35,4 +46,16 @@ function isRunning () {
   return binding.running()
 }
 
-module.exports = { start, stop, isRunning, Profile }
+// Writes the live JIT code map as a perf map (atomically) for an external
+// `perf report` / `perf script`. Returns { path, lines }.
+function writePerfMap (path = defaultPerfMapPath()) {
+  if (typeof path !== 'string' || path === '') {
+    throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', 'writePerfMap(path): path must be a non-empty string')
+  }
+  if (jitMode === 'off') {
+    throw kflameError(Error, 'KFLAME_ERR_JIT_OFF', 'writePerfMap(): the JIT hook is off (KFLAME_JIT=off); unset KFLAME_JIT')
+  }
+  return { path, lines: binding.writePerfMap(path) }
+}
+
+module.exports = { start, stop, isRunning, writePerfMap, Profile }

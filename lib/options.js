@@ -13,7 +13,10 @@ const DEFAULTS = Object.freeze({
   hz: 99,
   event: 'cpu-clock',
   kernel: true,
-  ringPages: 16
+  ringPages: 16,
+  jit: true,
+  tiers: false,
+  perfMap: false
 })
 
 function maxSampleRate () {
@@ -64,7 +67,20 @@ function checkStartOptions (options) {
   if (o.ringPages < 1 || o.ringPages > 4096 || (o.ringPages & (o.ringPages - 1)) !== 0) {
     throw outOfRange(`start(options): ringPages must be a power of two from 1 to 4096, got ${o.ringPages}`)
   }
+  for (const name of ['jit', 'tiers']) {
+    if (typeof o[name] !== 'boolean') throw invalid(`start(options): ${name} must be a boolean`)
+  }
+  if (o.perfMap === true) o.perfMap = defaultPerfMapPath()
+  if (o.perfMap !== false && (typeof o.perfMap !== 'string' || o.perfMap === '')) {
+    throw invalid('start(options): perfMap must be a boolean or a file path')
+  }
+  if (o.perfMap && !o.jit) throw invalid('start(options): perfMap needs jit: true')
   return o
 }
 
-module.exports = { checkStartOptions, DEFAULTS, EVENTS }
+// Where perf looks for a process's JIT names.
+function defaultPerfMapPath () {
+  return `/tmp/perf-${process.pid}.map`
+}
+
+module.exports = { checkStartOptions, defaultPerfMapPath, DEFAULTS, EVENTS }

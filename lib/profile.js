@@ -29,6 +29,12 @@ function warningsFor (raw) {
   }
   if (raw.corrupt > 0) warnings.push(`${raw.corrupt} malformed ring records were skipped`)
   if (raw.noMemory > 0) warnings.push(`${raw.noMemory} samples were dropped: out of memory`)
+  if (raw.codeEventsDropped > 0) {
+    warnings.push(`${raw.codeEventsDropped} JIT code events were dropped: out of memory; some JS frames may be unnamed`)
+  }
+  if (raw.perfMapErrors > 0 || raw.perfMapLines < 0) {
+    warnings.push('the perf map could not be written (see details.perfMapErrors): check the path is writable')
+  }
   if (raw.foreign > 0) {
     warnings.push(`${raw.foreign} samples of child processes were discarded ` +
       '(this kernel lacks inherit_thread, Linux < 5.13)')
@@ -56,7 +62,15 @@ function makeStats (raw, options) {
       inheritThread: raw.inheritThread,
       ringPages: raw.ringPages,
       attachedThreads: raw.attached,
-      cpus: raw.cpus
+      cpus: raw.cpus,
+      jitFrames: raw.jitFrames,
+      codeEntries: raw.codeEntries,
+      codeBytes: raw.codeBytes,
+      codeEventsDropped: raw.codeEventsDropped,
+      perfMap: options.perfMap || null,
+      perfMapLines: options.perfMap ? raw.perfMapLines : 0,
+      perfMapWrites: raw.perfMapWrites,
+      perfMapErrors: raw.perfMapErrors
     }
   }
 }

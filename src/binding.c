@@ -9,13 +9,38 @@
 #include <node_api.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
+#include "jithook.h"
+#include "perfmap.h"
 #include "profiler.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static kf_profiler_t *profiler;
+
+/* Per isolate (main thread, each worker): whether its JIT code events feed
+ * the code map. Instance data, so it goes away with the isolate. */
+typedef struct isolate_hook {
+  uintptr_t isolate; /* 0 while not armed */
+} isolate_hook_t;
+
+static void arm(isolate_hook_t *hook) {
+  if (!hook->isolate) hook->isolate = kf_jit_shim_arm();
+}
+
+static void disarm(napi_env env, void *data, void *hint) {
+  (void)env, (void)hint;
+  isolate_hook_t *hook = data;
+  if (hook->isolate) kf_jit_shim_disarm(hook->isolate);
+  free(hook);
+}
+
+static isolate_hook_t *hook_of(napi_env env) {
+  void *data = NULL;
+  return napi_get_instance_data(env, &data) == napi_ok ? data : NULL;
+}
 
 #define CHECK(env, call)                                                  \
   do {                                                                    \
@@ -60,24 +85,58 @@ static int get_bool(napi_env env, napi_value obj, const char *key, int *out) {
   return 0;
 }
 
-/* start({ hz, taskClock, kernel, ringPages }) */
+/* A string property into buf; *set says whether it was there. */
+static int get_str(napi_env env, napi_value obj, const char *key, char *buf,
+                   size_t cap, int *set) {
+  napi_value v;
+  napi_valuetype t;
+  size_t len;
+  *set = 0;
+  if (napi_get_named_property(env, obj, key, &v) != napi_ok ||
+      napi_typeof(env, v, &t) != napi_ok)
+    return -1;
+  if (t == napi_undefined) return 0;
+  if (napi_get_value_string_utf8(env, v, buf, cap, &len) != napi_ok ||
+      len + 1 >= cap)
+    return -1;
+  *set = 1;
+  return 0;
+}
+
+/* start({ hz, taskClock, kernel, ringPages, jit, tiers, perfMap }) */
 static napi_value js_start(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  kf_sampler_opts_t opts = {.hz = 99, .event = KF_EVENT_CPU_CLOCK,
-                            .kernel = 1, .ring_pages = 16};
-  int task_clock = 0;
-  if (argc < 1 || get_u32(env, argv[0], "hz", &opts.hz) ||
-      get_u32(env, argv[0], "ringPages", &opts.ring_pages) ||
-      get_bool(env, argv[0], "kernel", &opts.kernel) ||
-      get_bool(env, argv[0], "taskClock", &task_clock) || opts.hz == 0 ||
-      opts.ring_pages == 0 || (opts.ring_pages & (opts.ring_pages - 1))) {
+  kf_profile_opts_t opts = {.sampler = {.hz = 99, .event = KF_EVENT_CPU_CLOCK,
+                                        .kernel = 1, .ring_pages = 16}};
+  kf_sampler_opts_t *so = &opts.sampler;
+  int task_clock = 0, jit = 1, perf_map = 0;
+  char perf_map_path[4096];
+  if (argc < 1 || get_u32(env, argv[0], "hz", &so->hz) ||
+      get_u32(env, argv[0], "ringPages", &so->ring_pages) ||
+      get_bool(env, argv[0], "kernel", &so->kernel) ||
+      get_bool(env, argv[0], "taskClock", &task_clock) ||
+      get_bool(env, argv[0], "jit", &jit) ||
+      get_bool(env, argv[0], "tiers", &opts.keep_tiers) ||
+      get_str(env, argv[0], "perfMap", perf_map_path, sizeof perf_map_path,
+              &perf_map) ||
+      so->hz == 0 || so->ring_pages == 0 ||
+      (so->ring_pages & (so->ring_pages - 1))) {
     napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG",
-                          "start() takes { hz, ringPages, kernel, taskClock }");
+                          "start() takes { hz, ringPages, kernel, taskClock, "
+                          "jit, tiers, perfMap }");
     return NULL;
   }
-  opts.event = task_clock ? KF_EVENT_TASK_CLOCK : KF_EVENT_CPU_CLOCK;
+  so->event = task_clock ? KF_EVENT_TASK_CLOCK : KF_EVENT_CPU_CLOCK;
+  if (jit) {
+    /* Armed at load unless KFLAME_JIT=lazy: then the first start() on this
+     * isolate pays for reporting the code that exists. */
+    isolate_hook_t *hook = hook_of(env);
+    if (hook) arm(hook);
+    opts.codemap = kf_jithook_map();
+  }
+  if (perf_map) opts.perf_map = perf_map_path;
 
   pthread_mutex_lock(&lock);
   int rc = 0, sys_errno = 0;
@@ -123,6 +182,14 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
   CHECK(env, set_num(env, o, "ringPagesAsked", st->ring_pages_asked));
   CHECK(env, set_num(env, o, "attached", st->attached));
   CHECK(env, set_num(env, o, "cpus", st->cpus));
+  CHECK(env, set_num(env, o, "jitFrames", (double)st->jit_frames));
+  CHECK(env, set_num(env, o, "codeEntries", (double)st->code_live));
+  CHECK(env, set_num(env, o, "codeBytes", (double)st->code_bytes));
+  CHECK(env, set_num(env, o, "codeEventsDropped",
+                     (double)st->code_events_dropped));
+  CHECK(env, set_num(env, o, "perfMapLines", (double)st->perf_map_lines));
+  CHECK(env, set_num(env, o, "perfMapWrites", (double)st->perf_map_writes));
+  CHECK(env, set_num(env, o, "perfMapErrors", (double)st->perf_map_errors));
   return o;
 }
 
@@ -162,12 +229,66 @@ static napi_value js_running(napi_env env, napi_callback_info info) {
   return v;
 }
 
+/* writePerfMap(path) -> lines written */
+static napi_value js_write_perf_map(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], result;
+  char path[4096];
+  size_t len;
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 1 || napi_get_value_string_utf8(env, argv[0], path, sizeof path,
+                                             &len) != napi_ok ||
+      len + 1 >= sizeof path) {
+    napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG",
+                          "writePerfMap() takes a path");
+    return NULL;
+  }
+  isolate_hook_t *hook = hook_of(env);
+  if (hook) arm(hook);
+  kf_codemap_t *map = kf_jithook_map();
+  long lines = map ? kf_perfmap_write(map, path) : -ENOMEM;
+  if (lines < 0) return throw_code(env, -KF_ERR_PERF_MAP, (int)-lines);
+  CHECK(env, napi_create_double(env, (double)lines, &result));
+  return result;
+}
+
+/* Whether this isolate's code events feed the code map. */
+static napi_value js_jit_armed(napi_env env, napi_callback_info info) {
+  (void)info;
+  isolate_hook_t *hook = hook_of(env);
+  napi_value v;
+  CHECK(env, napi_get_boolean(env, hook && hook->isolate, &v));
+  return v;
+}
+
+/* arm(): install the code-event hook on this isolate now. */
+static napi_value js_arm(napi_env env, napi_callback_info info) {
+  (void)info;
+  isolate_hook_t *hook = hook_of(env);
+  if (hook) arm(hook);
+  return NULL;
+}
+
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   napi_property_descriptor props[] = {
       {"start", NULL, js_start, NULL, NULL, NULL, napi_default, NULL},
       {"stop", NULL, js_stop, NULL, NULL, NULL, napi_default, NULL},
       {"running", NULL, js_running, NULL, NULL, NULL, napi_default, NULL},
+      {"writePerfMap", NULL, js_write_perf_map, NULL, NULL, NULL,
+       napi_default, NULL},
+      {"jitArmed", NULL, js_jit_armed, NULL, NULL, NULL, napi_default, NULL},
+      {"arm", NULL, js_arm, NULL, NULL, NULL, napi_default, NULL},
   };
-  if (napi_define_properties(env, exports, 3, props) != napi_ok) return NULL;
+  if (napi_define_properties(env, exports, sizeof props / sizeof props[0],
+                             props) != napi_ok)
+    return NULL;
+  isolate_hook_t *hook = calloc(1, sizeof(*hook));
+  if (!hook || napi_set_instance_data(env, hook, disarm, NULL) != napi_ok) {
+    free(hook);
+    napi_throw_error(env, "KFLAME_ERR_NAPI", "out of memory loading kflame");
+    return NULL;
+  }
+  const char *mode = getenv("KFLAME_JIT");
+  if (!mode || strcmp(mode, "lazy") != 0) arm(hook);
   return exports;
 }

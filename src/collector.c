@@ -9,12 +9,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "error.h"
 #include "grow.h"
+#include "perfmap.h"
 
 #define POLL_TIMEOUT_MS 100
+#define PERF_MAP_INTERVAL_NS 1000000000ULL
+/* A sample is stamped in the interrupt and published to the ring a moment
+ * later: dead code is kept this much longer than the drain that began
+ * after it died, for samples stamped before the drain but published during
+ * it. */
+#define RETIRE_MARGIN_NS 50000000ULL
 
 /* A thread seen in samples. `source` is the tid owning the opened event its
  * samples are taken from: itself when attached directly, else the creator it
@@ -40,6 +48,11 @@ struct kf_collector {
   uint32_t pid;
   int wake_fd;
   pthread_t thread;
+  kf_collector_opts_t opts;
+  kf_jitframes_t *jit;
+  uint64_t *scratch; /* a callchain with JIT frames as tokens */
+  size_t scratch_cap;
+  uint64_t perf_map_generation, perf_map_written_at;
 };
 
 static void read_comm(uint32_t tid, char comm[16]) {
@@ -126,7 +139,20 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
   }
   /* Records are 8-byte multiples starting in a page-aligned ring (or the
    * malloc'd scratch copy), so the ips can be read in place. */
-  if (kf_stacks_add(c->stacks, tid, time, (const uint64_t *)p, (uint32_t)nr)) {
+  const uint64_t *ips = (const uint64_t *)p;
+  if (c->jit) {
+    int named;
+    if (kf_grow((void **)&c->scratch, &c->scratch_cap, nr, sizeof(uint64_t),
+                256) ||
+        (named = kf_jitframes_resolve(c->jit, time, ips, (uint32_t)nr,
+                                      c->scratch)) < 0) {
+      c->stats.no_memory++;
+      return;
+    }
+    c->stats.jit_frames += (uint64_t)named;
+    ips = c->scratch;
+  }
+  if (kf_stacks_add(c->stacks, tid, time, ips, (uint32_t)nr)) {
     c->stats.no_memory++;
     return;
   }
@@ -181,6 +207,37 @@ static void drain_all(kf_collector_t *c) {
   for (size_t i = 0; i < n; i++) kf_ring_drain(&rings[i], on_record, c);
 }
 
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Every sample stamped before the drain began has been processed: code
+ * that died before then can no longer name one. */
+static void after_drain(kf_collector_t *c, uint64_t drain_began) {
+  kf_codemap_t *map = c->opts.codemap;
+  if (!map) return;
+  if (drain_began > RETIRE_MARGIN_NS)
+    kf_codemap_retire(map, drain_began - RETIRE_MARGIN_NS);
+  if (!c->opts.perf_map ||
+      drain_began - c->perf_map_written_at < PERF_MAP_INTERVAL_NS)
+    return;
+  kf_codemap_stats_t ms;
+  kf_codemap_stats(map, &ms);
+  if (ms.generation == c->perf_map_generation && c->perf_map_written_at)
+    return;
+  long rc = kf_perfmap_write(map, c->opts.perf_map);
+  c->perf_map_written_at = drain_began;
+  c->perf_map_generation = ms.generation;
+  if (rc < 0) {
+    c->stats.perf_map_errors++;
+    c->stats.perf_map_errno = (int)-rc;
+  } else {
+    c->stats.perf_map_writes++;
+  }
+}
+
 static void *run(void *arg) {
   kf_collector_t *c = arg;
   kf_ring_t *rings;
@@ -207,16 +264,24 @@ static void *run(void *arg) {
       uint64_t v;
       stopping = read(c->wake_fd, &v, sizeof v) == sizeof v;
     }
+    uint64_t drain_began = now_ns();
     drain_all(c);
+    after_drain(c, drain_began);
   }
   free(pfd);
   return NULL;
 }
 
-int kf_collector_start(kf_sampler_t *sampler, kf_collector_t **out) {
+int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
+                       kf_collector_t **out) {
   kf_collector_t *c = calloc(1, sizeof(*c));
   if (!c) return -ENOMEM;
   c->sampler = sampler;
+  c->opts = *opts;
+  if (opts->codemap && !(c->jit = kf_jitframes_new(opts->codemap))) {
+    free(c);
+    return -ENOMEM;
+  }
   c->pid = (uint32_t)getpid();
   c->owners = kf_sampler_owners(sampler, &c->nowners);
   c->stacks = kf_stacks_new();
@@ -235,6 +300,7 @@ int kf_collector_start(kf_sampler_t *sampler, kf_collector_t **out) {
 fail:
   if (c->wake_fd >= 0) close(c->wake_fd);
   kf_stacks_free(c->stacks);
+  kf_jitframes_free(c->jit);
   free(c);
   return rc;
 }
@@ -254,6 +320,10 @@ const kf_stacks_t *kf_collector_stacks(const kf_collector_t *c) {
   return c->stacks;
 }
 
+const kf_jitframes_t *kf_collector_jitframes(const kf_collector_t *c) {
+  return c->jit;
+}
+
 const kf_collector_stats_t *kf_collector_stats(const kf_collector_t *c) {
   return &c->stats;
 }
@@ -268,6 +338,8 @@ void kf_collector_free(kf_collector_t *c) {
   if (!c) return;
   close(c->wake_fd);
   kf_stacks_free(c->stacks);
+  kf_jitframes_free(c->jit);
+  free(c->scratch);
   free(c->threads);
   free(c);
 }

@@ -14,8 +14,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "codemap.h"
+#include "jitframes.h"
 #include "sampler.h"
 #include "stacks.h"
+
+typedef struct kf_collector_opts {
+  kf_codemap_t *codemap;  /* JIT code to name frames from, or NULL */
+  const char *perf_map;   /* perf map to keep fresh (at most once a second,
+                             only when the code changed), or NULL */
+} kf_collector_opts_t;
 
 typedef struct kf_collector_stats {
   uint64_t samples;    /* kept */
@@ -26,19 +34,25 @@ typedef struct kf_collector_stats {
   uint64_t foreign;    /* samples of other processes (inherit without
                           inherit_thread on old kernels) */
   uint64_t first_time, last_time; /* CLOCK_MONOTONIC ns of samples */
+  uint64_t jit_frames;  /* frames named from the code map */
+  uint64_t perf_map_writes, perf_map_errors;
+  int perf_map_errno;   /* of the last failed write */
 } kf_collector_stats_t;
 
 typedef struct kf_collector kf_collector_t;
 
 /* Starts the thread over an open sampler (which must outlive the
- * collector). Returns 0, -ENOMEM or -KF_ERR_THREAD. */
-int kf_collector_start(kf_sampler_t *sampler, kf_collector_t **out);
+ * collector, as must opts->codemap). Returns 0, -ENOMEM or -KF_ERR_THREAD. */
+int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
+                       kf_collector_t **out);
 
 /* Wakes the thread, lets it drain what the rings still hold, joins it. The
  * caller disables the sampler first so the rings stop growing. */
 void kf_collector_stop(kf_collector_t *c);
 
 const kf_stacks_t *kf_collector_stacks(const kf_collector_t *c);
+/* Names of the JIT frames in the stacks (NULL without a code map). */
+const kf_jitframes_t *kf_collector_jitframes(const kf_collector_t *c);
 const kf_collector_stats_t *kf_collector_stats(const kf_collector_t *c);
 
 /* The comm (thread name) of a thread seen in samples, or NULL. */

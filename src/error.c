@@ -14,6 +14,7 @@ const char *kf_error_name(int err) {
     case KF_ERR_FD_LIMIT: return "KFLAME_ERR_FD_LIMIT";
     case KF_ERR_NO_THREADS: return "KFLAME_ERR_NO_THREADS";
     case KF_ERR_THREAD: return "KFLAME_ERR_THREAD";
+    case KF_ERR_PERF_MAP: return "KFLAME_ERR_PERF_MAP";
     default: return "KFLAME_ERR_SYSTEM";
   }
 }
@@ -67,6 +68,11 @@ void kf_error_advice(int err, int sys_errno, char *buf, unsigned len) {
       break;
     case KF_ERR_THREAD:
       snprintf(buf, len, "cannot start the collector thread (%s)", why);
+      break;
+    case KF_ERR_PERF_MAP:
+      snprintf(buf, len,
+               "cannot write the perf map (%s). Fix: pass a path in a "
+               "writable directory, on a file system with room", why);
       break;
     default:
       snprintf(buf, len, "system error: %s", strerror(err < 0 ? -err : err));

@@ -18,6 +18,7 @@ enum {
   KF_ERR_FD_LIMIT,         /* EMFILE/ENFILE */
   KF_ERR_NO_THREADS,       /* /proc/self/task unreadable or empty */
   KF_ERR_THREAD,           /* could not start the collector thread */
+  KF_ERR_PERF_MAP,         /* could not write a perf map file */
   KF_ERR_MAX
 };
 

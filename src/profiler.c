@@ -12,6 +12,9 @@
 #include "collector.h"
 #include "error.h"
 #include "folded.h"
+#include "jitframes.h"
+#include "jithook.h"
+#include "perfmap.h"
 #include "symbolizer.h"
 #include "threadrole.h"
 
@@ -19,7 +22,8 @@ struct kf_profiler {
   kf_symbolizer_t *symbolizer; /* kept across sessions: ELF tables are costly */
   kf_sampler_t *sampler;
   kf_collector_t *collector;
-  kf_sampler_opts_t opts;
+  kf_profile_opts_t opts;
+  char *perf_map; /* opts.perf_map, owned */
   uint64_t started_ns;
 };
 
@@ -30,6 +34,8 @@ typedef struct root {
 
 typedef struct fold_ctx {
   kf_symbolizer_t *symbolizer;
+  const kf_jitframes_t *jit;
+  int keep_tiers;
   root_t *roots;
   size_t nroots;
 } fold_ctx_t;
@@ -52,8 +58,11 @@ kf_profiler_t *kf_profiler_new(void) {
 static void close_session(kf_profiler_t *p) {
   if (p->collector) kf_collector_free(p->collector);
   if (p->sampler) kf_sampler_close(p->sampler);
+  if (p->opts.codemap) kf_codemap_keep_dead(p->opts.codemap, 0);
+  free(p->perf_map);
   p->collector = NULL;
   p->sampler = NULL;
+  p->perf_map = NULL;
 }
 
 void kf_profiler_free(kf_profiler_t *p) {
@@ -69,18 +78,26 @@ void kf_profiler_free(kf_profiler_t *p) {
 
 int kf_profiler_running(const kf_profiler_t *p) { return p->sampler != NULL; }
 
-int kf_profiler_start(kf_profiler_t *p, const kf_sampler_opts_t *opts,
+int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
                       int *sys_errno) {
   *sys_errno = 0;
   if (p->sampler) return -KF_ERR_RUNNING;
   p->opts = *opts;
+  if (opts->perf_map && !(p->perf_map = strdup(opts->perf_map)))
+    return -ENOMEM;
+  p->opts.perf_map = p->perf_map;
   p->started_ns = now_ns();
-  int rc = kf_sampler_open(opts, &p->sampler, sys_errno);
+  /* Dead code is kept from before the first sample on. */
+  if (opts->codemap) kf_codemap_keep_dead(opts->codemap, 1);
+  int rc = kf_sampler_open(&opts->sampler, &p->sampler, sys_errno);
   if (rc != 0) {
     p->sampler = NULL;
+    close_session(p);
     return rc;
   }
-  rc = kf_collector_start(p->sampler, &p->collector);
+  kf_collector_opts_t copts = {.codemap = opts->codemap,
+                               .perf_map = p->perf_map};
+  rc = kf_collector_start(p->sampler, &copts, &p->collector);
   if (rc != 0) {
     *sys_errno = errno;
     p->collector = NULL;
@@ -140,7 +157,12 @@ static int make_roots(kf_profiler_t *p, const kf_stacks_t *stacks,
 }
 
 static const char *frame_name(void *c, uint64_t ip, int kernel) {
-  return kf_symbolizer_frame(((fold_ctx_t *)c)->symbolizer, ip, kernel);
+  fold_ctx_t *ctx = c;
+  if (ctx->jit && kf_jitframes_is_token(ip)) {
+    const char *name = kf_jitframes_name(ctx->jit, ip, ctx->keep_tiers);
+    return name ? name : "[jit]_[j]";
+  }
+  return kf_symbolizer_frame(ctx->symbolizer, ip, kernel);
 }
 
 static const char *thread_name(void *c, uint32_t tid) {
@@ -166,15 +188,26 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
   st->corrupt = cs->corrupt;
   st->no_memory = cs->no_memory;
   st->duration_ns = now_ns() - p->started_ns;
-  st->hz = p->opts.hz;
-  st->event = p->opts.event;
+  st->hz = p->opts.sampler.hz;
+  st->event = p->opts.sampler.event;
   st->kernel = info->kernel;
   st->kernel_refused = info->kernel_refused;
   st->inherit_thread = info->inherit_thread;
   st->ring_pages = info->ring_pages;
-  st->ring_pages_asked = p->opts.ring_pages;
+  st->ring_pages_asked = p->opts.sampler.ring_pages;
   st->attached = info->threads;
   st->cpus = info->cpus;
+  st->jit_frames = cs->jit_frames;
+  st->perf_map_writes = cs->perf_map_writes;
+  st->perf_map_errors = cs->perf_map_errors;
+  st->code_events_dropped = kf_jithook_dropped();
+  if (p->opts.codemap) {
+    kf_codemap_stats_t ms;
+    kf_codemap_stats(p->opts.codemap, &ms);
+    st->code_live = ms.live;
+    st->code_bytes = ms.bytes;
+    if (p->perf_map) st->perf_map_lines = kf_perfmap_write(p->opts.codemap, p->perf_map);
+  }
 
   /* The rings are drained: give the fds and locked memory back before the
    * slow part. The collector's tables stay until naming is done. */
@@ -183,7 +216,9 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
   p->sampler = NULL;
 
   const kf_stacks_t *stacks = kf_collector_stacks(p->collector);
-  fold_ctx_t ctx = {.symbolizer = p->symbolizer};
+  fold_ctx_t ctx = {.symbolizer = p->symbolizer,
+                    .jit = kf_collector_jitframes(p->collector),
+                    .keep_tiers = p->opts.keep_tiers};
   int rc = kf_symbolizer_begin(p->symbolizer);
   if (rc == 0) rc = make_roots(p, stacks, &ctx);
   if (rc == 0) {

@@ -10,7 +10,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "codemap.h"
 #include "sampler.h"
+
+typedef struct kf_profile_opts {
+  kf_sampler_opts_t sampler;
+  kf_codemap_t *codemap; /* JIT code map; NULL leaves JIT frames [jit] */
+  int keep_tiers;        /* "~foo" and "*foo" stay apart */
+  const char *perf_map;  /* perf map path kept fresh while profiling and
+                            written at stop, or NULL */
+} kf_profile_opts_t;
 
 typedef struct kf_profile_stats {
   uint64_t samples, lost, duplicates, foreign, corrupt, no_memory;
@@ -24,6 +33,12 @@ typedef struct kf_profile_stats {
   int inherit_thread;
   uint32_t ring_pages, ring_pages_asked;
   uint32_t attached, cpus;
+  uint64_t jit_frames;           /* frames named from the code map */
+  uint64_t code_live, code_bytes; /* code map at stop */
+  uint64_t code_events_dropped;  /* code events lost for lack of memory */
+  long perf_map_lines;           /* written at stop; -errno on failure */
+  uint64_t perf_map_writes;      /* while profiling */
+  uint64_t perf_map_errors;
 } kf_profile_stats_t;
 
 typedef struct kf_profile {
@@ -41,7 +56,7 @@ int kf_profiler_running(const kf_profiler_t *p);
 
 /* Returns 0 or a negative code (error.h); *sys_errno is the errno behind it.
  * On failure nothing is left open. */
-int kf_profiler_start(kf_profiler_t *p, const kf_sampler_opts_t *opts,
+int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
                       int *sys_errno);
 
 /* Stops sampling, joins the collector, closes every event and ring, and

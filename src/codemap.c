@@ -1,0 +1,298 @@
+#define _GNU_SOURCE
+#include "codemap.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <search.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grow.h"
+
+/* glibc's tsearch tree node: key pointer and two children. Counted in
+ * `bytes` so the reported memory is what the map really holds. */
+#define TREE_NODE_BYTES (3 * sizeof(void *))
+
+typedef struct code_entry {
+  uint64_t start, end; /* [start, end) */
+  uint64_t born, died; /* [born, died); died is 0 while live */
+  uintptr_t owner;     /* isolate; 0 when shared (embedded builtins) */
+  char tier;
+  char name[];
+} code_t;
+
+struct kf_codemap {
+  pthread_mutex_t lock;
+  void *live;     /* tsearch tree of code_t, ordered by range */
+  code_t **dead; /* in the order they died */
+  size_t ndead, dead_cap;
+  int keep_dead;
+  kf_codemap_stats_t stats;
+};
+
+/* Live ranges never overlap, so "overlaps" is equality of this order: a
+ * one-byte key finds the entry holding an address, and a range key finds
+ * any entry it overlaps. */
+static int by_range(const void *a, const void *b) {
+  const code_t *x = a, *y = b;
+  if (x->end <= y->start) return -1;
+  if (x->start >= y->end) return 1;
+  return 0;
+}
+
+static size_t code_bytes(const code_t *e) {
+  return sizeof(*e) + strlen(e->name) + 1 + TREE_NODE_BYTES;
+}
+
+static code_t *code_new(uint64_t start, uint64_t len, const char *name,
+                          char tier, uintptr_t owner, uint64_t born) {
+  size_t n = strlen(name);
+  code_t *e = malloc(sizeof(*e) + n + 1);
+  if (!e) return NULL;
+  e->start = start;
+  e->end = start + (len ? len : 1);
+  e->born = born;
+  e->died = 0;
+  e->owner = owner;
+  e->tier = tier;
+  memcpy(e->name, name, n + 1);
+  return e;
+}
+
+kf_codemap_t *kf_codemap_new(void) {
+  kf_codemap_t *m = calloc(1, sizeof(*m));
+  if (m) pthread_mutex_init(&m->lock, NULL);
+  return m;
+}
+
+static void free_dead(kf_codemap_t *m, size_t from) {
+  for (size_t i = from; i < m->ndead; i++) {
+    m->stats.bytes -= code_bytes(m->dead[i]);
+    free(m->dead[i]);
+  }
+  m->ndead = from;
+}
+
+void kf_codemap_free(kf_codemap_t *m) {
+  if (!m) return;
+  tdestroy(m->live, free);
+  free_dead(m, 0);
+  free(m->dead);
+  pthread_mutex_destroy(&m->lock);
+  free(m);
+}
+
+/* Takes a live entry out of the tree: it died at `when`. It is kept for
+ * older samples while a profile is collected, freed otherwise. */
+static void bury(kf_codemap_t *m, code_t *e, uint64_t when) {
+  tdelete(e, &m->live, by_range);
+  m->stats.live--;
+  m->stats.generation++;
+  e->died = when;
+  if (m->keep_dead && when > e->born &&
+      kf_grow((void **)&m->dead, &m->dead_cap, m->ndead + 1, sizeof(*m->dead),
+              64) == 0) {
+    m->dead[m->ndead++] = e;
+    return;
+  }
+  m->stats.bytes -= code_bytes(e);
+  free(e);
+}
+
+static int same_code(const code_t *a, const code_t *b) {
+  return a->start == b->start && a->end == b->end && a->tier == b->tier &&
+         strcmp(a->name, b->name) == 0;
+}
+
+/* Puts e in the live set, burying whatever it overlaps. e is owned by the
+ * map afterwards, inserted or not. */
+static int insert(kf_codemap_t *m, code_t *e) {
+  void **node;
+  while ((node = tfind(e, &m->live, by_range))) {
+    code_t *old = *node;
+    if (same_code(old, e)) {
+      /* The same code reported again: by another isolate (embedded
+       * builtins are shared) or by a second enumeration. */
+      if (old->owner != e->owner) old->owner = 0;
+      if (e->born < old->born) old->born = e->born;
+      free(e);
+      return 0;
+    }
+    bury(m, old, e->born);
+    m->stats.evicted++;
+  }
+  if (!tsearch(e, &m->live, by_range)) {
+    free(e);
+    return -ENOMEM;
+  }
+  m->stats.live++;
+  m->stats.bytes += code_bytes(e);
+  m->stats.generation++;
+  return 0;
+}
+
+int kf_codemap_add(kf_codemap_t *m, uint64_t start, uint64_t len,
+                   const char *name, char tier, uintptr_t owner,
+                   uint64_t born) {
+  code_t *e = code_new(start, len, name, tier, owner, born);
+  if (!e) return -ENOMEM;
+  pthread_mutex_lock(&m->lock);
+  int rc = insert(m, e);
+  if (rc == 0) m->stats.added++;
+  pthread_mutex_unlock(&m->lock);
+  return rc;
+}
+
+static code_t *live_at(kf_codemap_t *m, uint64_t addr) {
+  code_t key = {.start = addr, .end = addr + 1};
+  void **node = tfind(&key, &m->live, by_range);
+  return node ? *node : NULL;
+}
+
+int kf_codemap_move(kf_codemap_t *m, uint64_t from, uint64_t to,
+                    uint64_t when) {
+  int rc = 0;
+  pthread_mutex_lock(&m->lock);
+  code_t *old = live_at(m, from);
+  if (old && old->start == from && from != to) {
+    code_t *moved = code_new(to, old->end - old->start, old->name,
+                               old->tier, old->owner, when);
+    if (!moved) {
+      rc = -ENOMEM;
+    } else {
+      bury(m, old, when);
+      rc = insert(m, moved);
+      if (rc == 0) m->stats.moved++;
+    }
+  }
+  pthread_mutex_unlock(&m->lock);
+  return rc;
+}
+
+typedef struct owned {
+  uintptr_t owner;
+  code_t **list;
+  size_t n, cap;
+  int failed;
+} owned_t;
+
+static void collect_owned(const void *node, VISIT which, void *ctx) {
+  if (which != postorder && which != leaf) return;
+  code_t *e = *(code_t *const *)node;
+  owned_t *o = ctx;
+  if (e->owner != o->owner || o->failed) return;
+  if (kf_grow((void **)&o->list, &o->cap, o->n + 1, sizeof(*o->list), 64))
+    o->failed = 1;
+  else
+    o->list[o->n++] = e;
+}
+
+void kf_codemap_drop_owner(kf_codemap_t *m, uintptr_t owner, uint64_t when) {
+  if (owner == 0) return;
+  owned_t o = {.owner = owner};
+  pthread_mutex_lock(&m->lock);
+  /* Without memory for the list the entries stay: they are evicted like
+   * any stale code once their addresses are reused. */
+  twalk_r(m->live, collect_owned, &o);
+  for (size_t i = 0; i < o.n; i++) bury(m, o.list[i], when);
+  pthread_mutex_unlock(&m->lock);
+  free(o.list);
+}
+
+static int copy_name(const code_t *e, char *buf, size_t cap, char *tier) {
+  size_t n = strlen(e->name);
+  if (cap) {
+    size_t k = n < cap - 1 ? n : cap - 1;
+    memcpy(buf, e->name, k);
+    buf[k] = '\0';
+  }
+  *tier = e->tier;
+  return (int)n;
+}
+
+int kf_codemap_lookup(kf_codemap_t *m, uint64_t addr, uint64_t t, char *buf,
+                      size_t cap, char *tier) {
+  int rc = -1;
+  pthread_mutex_lock(&m->lock);
+  code_t *e = live_at(m, addr);
+  if (e && e->born <= t) {
+    rc = copy_name(e, buf, cap, tier);
+  } else {
+    /* Newest first: the latest death is the likeliest owner of a recent
+     * sample. Only addresses reused or moved during the unprocessed window
+     * get here. */
+    for (size_t i = m->ndead; i-- > 0;) {
+      const code_t *d = m->dead[i];
+      if (d->start <= addr && addr < d->end && d->born <= t && t < d->died) {
+        rc = copy_name(d, buf, cap, tier);
+        break;
+      }
+    }
+  }
+  pthread_mutex_unlock(&m->lock);
+  return rc;
+}
+
+void kf_codemap_keep_dead(kf_codemap_t *m, int on) {
+  pthread_mutex_lock(&m->lock);
+  m->keep_dead = on;
+  if (!on) {
+    m->stats.retired += m->ndead;
+    free_dead(m, 0);
+  }
+  pthread_mutex_unlock(&m->lock);
+}
+
+void kf_codemap_retire(kf_codemap_t *m, uint64_t horizon) {
+  pthread_mutex_lock(&m->lock);
+  size_t kept = 0;
+  for (size_t i = 0; i < m->ndead; i++) {
+    code_t *d = m->dead[i];
+    if (d->died < horizon) {
+      m->stats.bytes -= code_bytes(d);
+      m->stats.retired++;
+      free(d);
+    } else {
+      m->dead[kept++] = d;
+    }
+  }
+  m->ndead = kept;
+  pthread_mutex_unlock(&m->lock);
+}
+
+static void format_entry(const void *node, VISIT which, void *ctx) {
+  if (which != postorder && which != leaf) return; /* in order, once each */
+  const code_t *e = *(code_t *const *)node;
+  FILE *f = ctx;
+  fprintf(f, "%lx %lx ", (unsigned long)e->start,
+          (unsigned long)(e->end - e->start));
+  if (e->tier) fputc(e->tier, f);
+  fputs(e->name, f);
+  fputc('\n', f);
+}
+
+int kf_codemap_format(kf_codemap_t *m, char **out, size_t *out_len) {
+  *out = NULL;
+  *out_len = 0;
+  FILE *f = open_memstream(out, out_len);
+  if (!f) return -ENOMEM;
+  pthread_mutex_lock(&m->lock);
+  twalk_r(m->live, format_entry, f);
+  pthread_mutex_unlock(&m->lock);
+  int failed = ferror(f);
+  if (fclose(f) != 0 || failed) {
+    free(*out);
+    *out = NULL;
+    *out_len = 0;
+    return -ENOMEM;
+  }
+  return 0;
+}
+
+void kf_codemap_stats(kf_codemap_t *m, kf_codemap_stats_t *out) {
+  pthread_mutex_lock(&m->lock);
+  *out = m->stats;
+  out->dead = m->ndead;
+  pthread_mutex_unlock(&m->lock);
+}

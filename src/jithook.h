@@ -1,0 +1,51 @@
+/*
+ * jithook: the process's one JIT code map, fed by V8's code events through
+ * jit_shim.cc (the only C++ and the only file that includes <v8.h>).
+ *
+ * One map serves every isolate (main thread and workers): code addresses
+ * are process-wide. kf_jithook_added/moved are called by the shim on V8's
+ * threads (JS threads compile, GC helper threads move code); they take no
+ * lock but the map's, do no I/O and never fail loudly: out of memory, an
+ * event is dropped and counted.
+ */
+#ifndef KF_JITHOOK_H
+#define KF_JITHOOK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codemap.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The map, created on first use; NULL when out of memory. Any thread. */
+kf_codemap_t *kf_jithook_map(void);
+
+/* CLOCK_MONOTONIC in nanoseconds, the clock perf samples carry. */
+uint64_t kf_jithook_now(void);
+
+/* Code events, from the shim. `existing`: reported while the handler was
+ * being installed (the code has been there since before any sample). */
+void kf_jithook_added(uintptr_t isolate, uintptr_t start, size_t len,
+                      const char *v8name, size_t name_len, int existing);
+void kf_jithook_moved(uintptr_t from, uintptr_t to);
+/* The isolate went away: its code is dead. */
+void kf_jithook_forget(uintptr_t isolate);
+
+/* Events dropped for lack of memory. */
+uint64_t kf_jithook_dropped(void);
+
+/* In jit_shim.cc. Both run on the isolate's own JS thread.
+ * arm: installs the handler on the current isolate and reports the code
+ * that already exists; returns the isolate, or 0 when there is none.
+ * disarm: removes it and forgets the isolate's code. */
+uintptr_t kf_jit_shim_arm(void);
+void kf_jit_shim_disarm(uintptr_t isolate);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,66 @@
+#include "jitname.h"
+
+#include <string.h>
+
+/* V8's tags for code that runs a JS function (log tags of CodeEventLogger;
+ * older V8 says LazyCompile/Function where newer says JS). */
+static const char *const js_tags[] = {"JS", "Eval", "Script", "LazyCompile",
+                                      "Function", "InterpretedFunction"};
+
+typedef struct out {
+  char *buf;
+  size_t cap, len;
+} out_t;
+
+static void put(out_t *o, const char *s, size_t n) {
+  for (size_t i = 0; i < n && o->len + 1 < o->cap; i++) {
+    unsigned char c = (unsigned char)s[i];
+    o->buf[o->len++] = c == ';' ? ':' : (c < 0x20 || c == 0x7f) ? ' ' : (char)c;
+  }
+  if (o->cap) o->buf[o->len] = '\0';
+}
+
+static void puts_(out_t *o, const char *s) { put(o, s, strlen(s)); }
+
+static int is_js_tag(const char *s, size_t n) {
+  for (size_t i = 0; i < sizeof js_tags / sizeof js_tags[0]; i++)
+    if (strlen(js_tags[i]) == n && memcmp(js_tags[i], s, n) == 0) return 1;
+  return 0;
+}
+
+static int is_tier(char c) { return c == '~' || c == '^' || c == '+' || c == '*'; }
+
+size_t kf_jitname(const char *v8name, size_t len, char *buf, size_t cap,
+                  char *tier) {
+  out_t o = {buf, cap, 0};
+  if (cap) buf[0] = '\0';
+  *tier = '\0';
+  const char *colon = memchr(v8name, ':', len);
+  size_t tag_len = colon ? (size_t)(colon - v8name) : 0;
+  const char *rest = colon ? colon + 1 : v8name;
+  size_t rest_len = colon ? len - tag_len - 1 : len;
+
+  if (colon && is_js_tag(v8name, tag_len)) {
+    if (rest_len && is_tier(rest[0])) {
+      *tier = rest[0];
+      rest++, rest_len--;
+    }
+    /* "name file:line:col"; an anonymous function has an empty name. */
+    if (rest_len == 0 || rest[0] == ' ') puts_(&o, "(anonymous)");
+    put(&o, rest, rest_len);
+    return o.len;
+  }
+  if (colon && tag_len == 6 && memcmp(v8name, "RegExp", 6) == 0) {
+    puts_(&o, "RegExp:/");
+    put(&o, rest, rest_len);
+    puts_(&o, "/");
+    return o.len;
+  }
+  static const char trampoline[] = "Builtin:InterpreterEntryTrampoline";
+  if (len == sizeof trampoline - 1 && memcmp(v8name, trampoline, len) == 0) {
+    puts_(&o, "(interpreted)");
+    return o.len;
+  }
+  put(&o, v8name, len);
+  return o.len;
+}

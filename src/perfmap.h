@@ -1,0 +1,22 @@
+/*
+ * perfmap: writes the code map's live set as a perf map (the file
+ * `perf report`/`perf script` read for JIT names: /tmp/perf-PID.map),
+ * atomically: into a temporary file beside it, then renamed over it, so a
+ * reader sees the old map or the new one, never half of one.
+ * Any thread; does I/O, so never on V8's event path.
+ */
+#ifndef KF_PERFMAP_H
+#define KF_PERFMAP_H
+
+#include <stddef.h>
+
+#include "codemap.h"
+
+/* The default path, /tmp/perf-<pid>.map, into buf. */
+void kf_perfmap_default_path(char *buf, size_t cap);
+
+/* Returns the number of lines written, or -errno (nothing is left
+ * behind on failure). */
+long kf_perfmap_write(kf_codemap_t *map, const char *path);
+
+#endif
