@@ -66,6 +66,8 @@ function makeStats (raw, options) {
       jitFrames: raw.jitFrames,
       codeEntries: raw.codeEntries,
       codeBytes: raw.codeBytes,
+      codeEvicted: raw.codeEvicted,
+      codeMoved: raw.codeMoved,
       codeEventsDropped: raw.codeEventsDropped,
       perfMap: options.perfMap || null,
       perfMapLines: options.perfMap ? raw.perfMapLines : 0,

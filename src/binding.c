@@ -185,6 +185,8 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
   CHECK(env, set_num(env, o, "jitFrames", (double)st->jit_frames));
   CHECK(env, set_num(env, o, "codeEntries", (double)st->code_live));
   CHECK(env, set_num(env, o, "codeBytes", (double)st->code_bytes));
+  CHECK(env, set_num(env, o, "codeEvicted", (double)st->code_evicted));
+  CHECK(env, set_num(env, o, "codeMoved", (double)st->code_moved));
   CHECK(env, set_num(env, o, "codeEventsDropped",
                      (double)st->code_events_dropped));
   CHECK(env, set_num(env, o, "perfMapLines", (double)st->perf_map_lines));

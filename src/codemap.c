@@ -22,11 +22,27 @@ typedef struct code_entry {
   char name[];
 } code_t;
 
+/* Dead entries are found through the 4 KiB pages they cover: a lookup of
+ * an address no live code holds (every native frame of every sample) must
+ * not scan all the code that died in the window. */
+#define PAGE_SHIFT 12
+#define PAGE_LINKS_PER_ENTRY_MAX 64 /* bigger code: found by a scan */
+
+typedef struct page_link {
+  uint64_t page;
+  code_t *code;
+  struct page_link *next;
+} page_link_t;
+
 struct kf_codemap {
   pthread_mutex_t lock;
   void *live;     /* tsearch tree of code_t, ordered by range */
-  code_t **dead; /* in the order they died */
+  code_t **dead;  /* in the order they died */
   size_t ndead, dead_cap;
+  page_link_t **pages; /* hash of page -> dead code covering it */
+  size_t npages;       /* buckets, a power of two */
+  size_t nlinks;
+  size_t nhuge;        /* dead code over more pages than links are made for */
   int keep_dead;
   kf_codemap_stats_t stats;
 };
@@ -34,6 +50,78 @@ struct kf_codemap {
 /* Live ranges never overlap, so "overlaps" is equality of this order: a
  * one-byte key finds the entry holding an address, and a range key finds
  * any entry it overlaps. */
+static uint64_t first_page(const code_t *c) { return c->start >> PAGE_SHIFT; }
+static uint64_t last_page(const code_t *c) { return (c->end - 1) >> PAGE_SHIFT; }
+static int is_huge(const code_t *c) {
+  return last_page(c) - first_page(c) >= PAGE_LINKS_PER_ENTRY_MAX;
+}
+
+static size_t bucket(const kf_codemap_t *m, uint64_t page) {
+  return (size_t)((page * 0x9E3779B97F4A7C15ULL) >> 20) & (m->npages - 1);
+}
+
+static int index_grow(kf_codemap_t *m) {
+  size_t n = m->npages ? m->npages * 2 : 1024;
+  page_link_t **pages = calloc(n, sizeof(*pages));
+  if (!pages) return -ENOMEM;
+  size_t old_n = m->npages;
+  page_link_t **old = m->pages;
+  m->pages = pages;
+  m->npages = n;
+  for (size_t i = 0; i < old_n; i++) {
+    for (page_link_t *l = old[i], *next; l; l = next) {
+      next = l->next;
+      size_t b = bucket(m, l->page);
+      l->next = m->pages[b];
+      m->pages[b] = l;
+    }
+  }
+  free(old);
+  return 0;
+}
+
+static void unlink_page(kf_codemap_t *m, const code_t *c, uint64_t page) {
+  for (page_link_t **at = &m->pages[bucket(m, page)]; *at; at = &(*at)->next) {
+    if ((*at)->code == c && (*at)->page == page) {
+      page_link_t *gone = *at;
+      *at = gone->next;
+      free(gone);
+      m->nlinks--;
+      return;
+    }
+  }
+}
+
+/* Links dead code c from each page it covers; -ENOMEM leaves none. */
+static int index_add(kf_codemap_t *m, code_t *c) {
+  if (is_huge(c)) {
+    m->nhuge++;
+    return 0;
+  }
+  if (m->nlinks + PAGE_LINKS_PER_ENTRY_MAX > m->npages && index_grow(m))
+    return -ENOMEM;
+  for (uint64_t p = first_page(c); p <= last_page(c); p++) {
+    page_link_t *l = malloc(sizeof(*l));
+    if (!l) {
+      for (uint64_t q = first_page(c); q < p; q++) unlink_page(m, c, q);
+      return -ENOMEM;
+    }
+    size_t b = bucket(m, p);
+    *l = (page_link_t){.page = p, .code = c, .next = m->pages[b]};
+    m->pages[b] = l;
+    m->nlinks++;
+  }
+  return 0;
+}
+
+static void index_remove(kf_codemap_t *m, const code_t *c) {
+  if (is_huge(c)) {
+    m->nhuge--;
+    return;
+  }
+  for (uint64_t p = first_page(c); p <= last_page(c); p++) unlink_page(m, c, p);
+}
+
 static int by_range(const void *a, const void *b) {
   const code_t *x = a, *y = b;
   if (x->end <= y->start) return -1;
@@ -66,19 +154,21 @@ kf_codemap_t *kf_codemap_new(void) {
   return m;
 }
 
-static void free_dead(kf_codemap_t *m, size_t from) {
-  for (size_t i = from; i < m->ndead; i++) {
+static void free_dead(kf_codemap_t *m) {
+  for (size_t i = 0; i < m->ndead; i++) {
+    index_remove(m, m->dead[i]);
     m->stats.bytes -= code_bytes(m->dead[i]);
     free(m->dead[i]);
   }
-  m->ndead = from;
+  m->ndead = 0;
 }
 
 void kf_codemap_free(kf_codemap_t *m) {
   if (!m) return;
   tdestroy(m->live, free);
-  free_dead(m, 0);
+  free_dead(m);
   free(m->dead);
+  free(m->pages);
   pthread_mutex_destroy(&m->lock);
   free(m);
 }
@@ -92,7 +182,8 @@ static void bury(kf_codemap_t *m, code_t *e, uint64_t when) {
   e->died = when;
   if (m->keep_dead && when > e->born &&
       kf_grow((void **)&m->dead, &m->dead_cap, m->ndead + 1, sizeof(*m->dead),
-              64) == 0) {
+              64) == 0 &&
+      index_add(m, e) == 0) {
     m->dead[m->ndead++] = e;
     return;
   }
@@ -211,6 +302,24 @@ static int copy_name(const code_t *e, char *buf, size_t cap, char *tier) {
   return (int)n;
 }
 
+static int holds(const code_t *d, uint64_t addr, uint64_t t) {
+  return d->start <= addr && addr < d->end && d->born <= t && t < d->died;
+}
+
+/* Dead code that held addr at time t: at one address, dead entries'
+ * lifetimes do not overlap, so the first match is the one. */
+static const code_t *dead_at(const kf_codemap_t *m, uint64_t addr,
+                             uint64_t t) {
+  if (m->nlinks) {
+    uint64_t page = addr >> PAGE_SHIFT;
+    for (const page_link_t *l = m->pages[bucket(m, page)]; l; l = l->next)
+      if (l->page == page && holds(l->code, addr, t)) return l->code;
+  }
+  for (size_t i = m->ndead; m->nhuge && i-- > 0;)
+    if (is_huge(m->dead[i]) && holds(m->dead[i], addr, t)) return m->dead[i];
+  return NULL;
+}
+
 int kf_codemap_lookup(kf_codemap_t *m, uint64_t addr, uint64_t t, char *buf,
                       size_t cap, char *tier) {
   int rc = -1;
@@ -219,16 +328,8 @@ int kf_codemap_lookup(kf_codemap_t *m, uint64_t addr, uint64_t t, char *buf,
   if (e && e->born <= t) {
     rc = copy_name(e, buf, cap, tier);
   } else {
-    /* Newest first: the latest death is the likeliest owner of a recent
-     * sample. Only addresses reused or moved during the unprocessed window
-     * get here. */
-    for (size_t i = m->ndead; i-- > 0;) {
-      const code_t *d = m->dead[i];
-      if (d->start <= addr && addr < d->end && d->born <= t && t < d->died) {
-        rc = copy_name(d, buf, cap, tier);
-        break;
-      }
-    }
+    const code_t *d = dead_at(m, addr, t);
+    if (d) rc = copy_name(d, buf, cap, tier);
   }
   pthread_mutex_unlock(&m->lock);
   return rc;
@@ -239,7 +340,7 @@ void kf_codemap_keep_dead(kf_codemap_t *m, int on) {
   m->keep_dead = on;
   if (!on) {
     m->stats.retired += m->ndead;
-    free_dead(m, 0);
+    free_dead(m);
   }
   pthread_mutex_unlock(&m->lock);
 }
@@ -250,6 +351,7 @@ void kf_codemap_retire(kf_codemap_t *m, uint64_t horizon) {
   for (size_t i = 0; i < m->ndead; i++) {
     code_t *d = m->dead[i];
     if (d->died < horizon) {
+      index_remove(m, d);
       m->stats.bytes -= code_bytes(d);
       m->stats.retired++;
       free(d);

@@ -24,6 +24,7 @@ struct kf_profiler {
   kf_collector_t *collector;
   kf_profile_opts_t opts;
   char *perf_map; /* opts.perf_map, owned */
+  kf_codemap_stats_t code_at_start;
   uint64_t started_ns;
 };
 
@@ -88,7 +89,10 @@ int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
   p->opts.perf_map = p->perf_map;
   p->started_ns = now_ns();
   /* Dead code is kept from before the first sample on. */
-  if (opts->codemap) kf_codemap_keep_dead(opts->codemap, 1);
+  if (opts->codemap) {
+    kf_codemap_keep_dead(opts->codemap, 1);
+    kf_codemap_stats(opts->codemap, &p->code_at_start);
+  }
   int rc = kf_sampler_open(&opts->sampler, &p->sampler, sys_errno);
   if (rc != 0) {
     p->sampler = NULL;
@@ -206,6 +210,8 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
     kf_codemap_stats(p->opts.codemap, &ms);
     st->code_live = ms.live;
     st->code_bytes = ms.bytes;
+    st->code_evicted = ms.evicted - p->code_at_start.evicted;
+    st->code_moved = ms.moved - p->code_at_start.moved;
     if (p->perf_map) st->perf_map_lines = kf_perfmap_write(p->opts.codemap, p->perf_map);
   }
 

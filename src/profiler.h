@@ -35,6 +35,7 @@ typedef struct kf_profile_stats {
   uint32_t attached, cpus;
   uint64_t jit_frames;           /* frames named from the code map */
   uint64_t code_live, code_bytes; /* code map at stop */
+  uint64_t code_evicted, code_moved; /* during the profile */
   uint64_t code_events_dropped;  /* code events lost for lack of memory */
   long perf_map_lines;           /* written at stop; -errno on failure */
   uint64_t perf_map_writes;      /* while profiling */
