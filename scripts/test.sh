@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The whole test suite: C unit tests (plain and under ASan/UBSan), then the
-# tap tests. Run as root, the tap tests run a second time as an unprivileged
-# user, because what kflame may sample (kernel frames, locked memory) differs.
+# The whole test suite: C unit tests (plain, under ASan/UBSan, and the code
+# map under TSan), then the tap tests. Run as root, the tap tests run a
+# second time as an unprivileged user, because what kflame may sample
+# (kernel frames, locked memory) differs. Then the tap tests once more on
+# another Node major (KFLAME_OTHER_NODE, default 22; "none" skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +11,8 @@ echo "== C unit tests"
 make -s -C test/c run
 echo "== C unit tests under AddressSanitizer and UBSan"
 make -s -C test/c run SANITIZE=1
+echo "== code map under ThreadSanitizer"
+make -s -C test/c run TSAN=1 TESTS=test_codemap
 make -s -C test/c shim
 
 echo "== tap tests as $(id -un)"
@@ -24,4 +28,9 @@ if [ "$(id -u)" = 0 ] && [ -z "${KFLAME_SKIP_UNPRIVILEGED:-}" ]; then
   chmod 755 "$copy"
   echo "== tap tests as $user (perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid))"
   (cd "$copy/kflame" && runuser -u "$user" -- env HOME="$copy" npx tap)
+fi
+
+other=${KFLAME_OTHER_NODE:-22}
+if [ "$other" != none ]; then
+  scripts/test-node-major.sh "$other"
 fi

@@ -7,8 +7,10 @@
  *   <comm>-<tid>            a thread that named itself (pthread_setname_np)
  *   <role>-<tid>            otherwise, from the function it was started with
  *
- * Node's threads all inherit the comm "node", so the start routine (the
- * outermost frame outside libc) is what tells them apart. Pure; any thread.
+ * Node 20's threads all inherit the comm "node", so the start routine (the
+ * outermost frame outside libc) is what tells them apart; the names newer
+ * Node gives its threads ("V8Worker", "WorkerThread", ...) map to the same
+ * roles. Pure; any thread.
  */
 #ifndef KF_THREADROLE_H
 #define KF_THREADROLE_H

@@ -51,6 +51,19 @@ function runWithFaults (script, env) {
   return JSON.parse(r.stdout)
 }
 
+// Runs a fixture of test/fixtures in a child node with V8 flags; the
+// fixture prints { folded, stats, truth } as JSON.
+function runFixture (name, nodeFlags = [], args = [], env = {}) {
+  const r = spawnSync(process.execPath, [...nodeFlags, path.join(__dirname, 'fixtures', name), ...args], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    maxBuffer: 64 << 20
+  })
+  if (r.status !== 0) throw new Error(`${name} failed (${r.status}): ${r.stderr}`)
+  const out = JSON.parse(r.stdout)
+  return { ...out, stacks: parseFolded(out.folded) }
+}
+
 function openFds () {
   return fs.readdirSync('/proc/self/fd').length
 }
@@ -65,4 +78,4 @@ function spin (ms, work) {
   while (performance.now() < end) work()
 }
 
-module.exports = { parseFolded, total, rootSummary, kernelAllowed, paranoid, runWithFaults, SHIM, openFds, threadCount, spin }
+module.exports = { parseFolded, total, rootSummary, kernelAllowed, paranoid, runWithFaults, runFixture, SHIM, openFds, threadCount, spin }

@@ -174,6 +174,13 @@ static void thread_roots(void) {
   free(s);
   CHECK_STR(s = kf_thread_root(105, 100, NULL, NULL, NULL), "thread-105");
   free(s);
+  /* Node 24 names its threads; the roles stay the same. */
+  CHECK_STR(s = kf_thread_root(106, 100, "WorkerThread", "MainThread", NULL),
+            "worker-thread-106");
+  free(s);
+  CHECK_STR(s = kf_thread_root(107, 100, "V8Worker", "MainThread", NULL),
+            "v8-worker-107");
+  free(s);
   /* Only Node's start routines settle a role: a broken chain's garbage
    * outermost frame must not. */
   CHECK_STR(kf_thread_role("worker"), "libuv-worker");

@@ -1,0 +1,129 @@
+'use strict'
+
+// JS frames: named from V8's code events, in every tier, correct in time
+// when V8 reuses code addresses, and written out as a perf map.
+
+const t = require('tap')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { Worker } = require('node:worker_threads')
+const kflame = require('..')
+const { parseFolded, total, runFixture, spin } = require('./helpers')
+
+const has = (re) => (s) => s.frames.some((f) => re.test(f))
+const WORK = 'js-split-work.js'
+const frameOf = (fn, line, col) => new RegExp(`^[~^+*]?${fn} .*${WORK}:${line}:${col}_\\[j\\]$`)
+const ALPHA = frameOf('alpha', 14, 16)
+const BETA = frameOf('beta', 15, 15)
+
+// Share of alpha among alpha + beta samples, against the CPU-time truth.
+function checkSplit (t, r) {
+  const alpha = total(r.stacks, has(ALPHA))
+  const beta = total(r.stacks, has(BETA))
+  const share = 100 * alpha / (alpha + beta)
+  const truth = 100 * r.truth.alpha / (r.truth.alpha + r.truth.beta)
+  t.ok(alpha + beta > 300, `enough samples (${alpha + beta})`)
+  t.ok(Math.abs(share - truth) <= 3, `alpha ${share.toFixed(1)}% vs truth ${truth.toFixed(1)}%`)
+}
+
+t.test('optimized code: names with file:line:col and a known split', async (t) => {
+  const r = runFixture('js-split.js')
+  checkSplit(t, r)
+  t.ok(r.stacks.some(has(/^spinUntil .*js-split-work\.js:6:20_\[j\]$/)), 'the callee is named too')
+  t.notOk(r.stacks.some(has(/^[~^+*]alpha/)), 'tier markers merged by default')
+  t.ok(r.stats.details.jitFrames > 0)
+})
+
+t.test('interpreted code (--no-opt --no-sparkplug --no-maglev)', async (t) => {
+  const r = runFixture('js-split.js', ['--no-opt', '--no-sparkplug', '--no-maglev'], ['--tiers'])
+  checkSplit(t, r)
+  t.ok(r.stacks.some(has(/^~alpha /)), 'interpreted frames carry ~ with tiers: true')
+  t.notOk(r.stacks.some(has(/^[*^+]alpha /)), 'and no other tier')
+})
+
+t.test('baseline code (--always-sparkplug --no-opt --no-maglev)', async (t) => {
+  const r = runFixture('js-split.js', ['--always-sparkplug', '--no-opt', '--no-maglev'], ['--tiers'])
+  checkSplit(t, r)
+  t.ok(r.stacks.some(has(/^\^alpha /)), 'baseline frames carry ^ with tiers: true')
+})
+
+t.test('code addresses reused: no sample named after dead code', async (t) => {
+  const r = runFixture('code-reuse.js', ['--expose-gc', '--compact-on-every-full-gc'])
+  const d = r.stats.details
+  t.ok(d.codeEvicted > 0, `V8 reused code addresses (${d.codeEvicted} entries evicted, ${d.codeMoved} moved)`)
+  const inA = r.stacks.filter(has(/^phaseA /))
+  const inB = r.stacks.filter(has(/^phaseB /))
+  t.equal(total(inB, has(/^a\d+ a-code\.js/)), 0, 'no phase-B sample named after a phase-A function')
+  t.equal(total(inA, has(/^b\d+ b-code\.js/)), 0, 'no phase-A sample named after a phase-B function')
+  t.ok(total(inB, has(/^b\d+ b-code\.js:1:\d+_\[j\]$/)) > 0, 'phase B functions are named')
+  const share = 100 * total(inA) / (total(inA) + total(inB))
+  const truth = 100 * r.truth.phaseA / (r.truth.phaseA + r.truth.phaseB)
+  t.ok(Math.abs(share - truth) <= 4, `phase A ${share.toFixed(1)}% vs truth ${truth.toFixed(1)}%`)
+})
+
+t.test('perf map: written while profiling and at stop, sorted, no overlaps', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-map-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const file = path.join(dir, 'perf.map')
+  const r = runFixture('code-reuse.js', ['--expose-gc'], [file])
+  t.equal(r.stats.details.perfMap, file)
+  t.ok(r.stats.details.perfMapWrites >= 1, 'refreshed while profiling')
+  const lines = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean)
+  t.equal(lines.length, r.stats.details.perfMapLines)
+  let prevEnd = 0
+  let sorted = true
+  for (const line of lines) {
+    const m = /^([0-9a-f]+) ([0-9a-f]+) (.+)$/.exec(line)
+    if (!m) { t.fail(`bad line: ${line}`); break }
+    const start = parseInt(m[1], 16)
+    if (start < prevEnd) sorted = false
+    prevEnd = start + parseInt(m[2], 16)
+  }
+  t.ok(sorted, 'ascending, no overlapping ranges')
+  t.ok(lines.some((l) => / ~?b\d+ b-code\.js:1:\d+$/.test(l) || / [*^+]b\d+ b-code\.js/.test(l)), 'live functions are in it')
+  t.notOk(fs.readdirSync(dir).some((f) => f.endsWith('.tmp')), 'no temporary file left')
+})
+
+t.test('writePerfMap(path) and its errors', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-map-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const file = path.join(dir, 'out.map')
+  const { lines } = kflame.writePerfMap(file)
+  t.ok(lines > 100, `${lines} lines`)
+  t.match(fs.readFileSync(file, 'utf8'), /Builtin:/)
+  t.throws(() => kflame.writePerfMap(path.join(dir, 'missing', 'x.map')), { code: 'KFLAME_ERR_PERF_MAP' })
+  t.throws(() => kflame.writePerfMap(''), { code: 'KFLAME_ERR_INVALID_ARG' })
+  t.throws(() => kflame.start({ perfMap: 3 }), { code: 'KFLAME_ERR_INVALID_ARG' })
+})
+
+t.test('worker threads that load kflame get their JS frames named', async (t) => {
+  kflame.start({ hz: 999 })
+  await new Promise((resolve, reject) => {
+    const w = new Worker(`
+      require(${JSON.stringify(path.join(__dirname, '..'))})
+      function workerHot () { let x = 0; for (let i = 0; i < 1e5; i++) x += Math.sqrt(i); return x }
+      const end = Date.now() + 300
+      while (Date.now() < end) workerHot()
+    `, { eval: true })
+    w.on('error', reject)
+    w.on('exit', resolve)
+  })
+  const stacks = parseFolded(kflame.stop().folded)
+  const worker = stacks.filter((s) => /^worker-thread-\d+$/.test(s.frames[0]))
+  t.ok(total(worker, has(/^workerHot \[worker eval\]:\d+:\d+_\[j\]$/)) > 50,
+    `worker JS frames named (${total(worker, has(/^workerHot /))} of ${total(worker)})`)
+})
+
+t.test('lazy arming: KFLAME_JIT=lazy arms at the first start()', async (t) => {
+  const r = runFixture('js-split.js', [], [], { KFLAME_JIT: 'lazy' })
+  checkSplit(t, r)
+})
+
+t.test('jit: false leaves JS frames unnamed', async (t) => {
+  kflame.start({ hz: 999, jit: false })
+  spin(100, () => JSON.stringify({ a: [1, 2, 3] }))
+  const p = kflame.stop()
+  t.equal(p.stats.details.jitFrames, 0)
+  t.ok(parseFolded(p.folded).some(has(/^\[jit\]_\[j\]$/)))
+})
