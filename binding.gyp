@@ -23,6 +23,9 @@
         "src/jitframes.c",
         "src/jithook.c",
         "src/perfmap.c",
+        "src/flametree.c",
+        "src/svg.c",
+        "src/svgscript.c",
         "src/jit_shim.cc"
       ],
       "cflags_c": ["-std=gnu11", "-Wall", "-Wextra", "-O2", "-fno-omit-frame-pointer"],

@@ -18,6 +18,8 @@ const binding = require('./binding')
 const { checkStartOptions, defaultPerfMapPath } = require('./options')
 const { kflameError } = require('./errors')
 const { Profile, makeStats } = require('./profile')
+const { renderSvg } = require('./svg')
+const { fromFolded } = require('./folded')
 
 let current = null // options of the running profile
 
@@ -39,7 +41,7 @@ function stop () {
   const raw = binding.stop() // throws KFLAME_ERR_NOT_RUNNING when idle
   const options = current || { event: 'cpu-clock' }
   current = null
-  return new Profile(raw.folded, makeStats(raw.stats, options))
+  return new Profile(raw.folded, makeStats(raw.stats, options), raw.samples)
 }
 
 function isRunning () {
@@ -58,4 +60,4 @@ function writePerfMap (path = defaultPerfMapPath()) {
   return { path, lines: binding.writePerfMap(path) }
 }
 
-module.exports = { start, stop, isRunning, writePerfMap, Profile }
+module.exports = { start, stop, isRunning, writePerfMap, fromFolded, renderSvg, Profile }

@@ -1,14 +1,32 @@
 'use strict'
 
-// What stop() returns: the folded stacks and the numbers behind them.
+// What stop() and fromFolded() return: the folded stacks, the numbers
+// behind them, every sample's time and thread when known, and the renderings.
+
+const { renderSvg } = require('./svg')
 
 class Profile {
-  constructor (folded, stats) {
+  constructor (folded, stats, samples = null) {
     /** FlameGraph's collapsed format: "root;...;leaf COUNT" per line. */
     this.folded = folded
     /** { samples, lost, threads, durationMs, hz, event, kernel, warnings, ... } */
     this.stats = stats
+    // { line, time (µs, CLOCK_MONOTONIC), tid } typed arrays, one entry per
+    // sample, `line` indexing the lines of `folded`; null from folded text.
+    Object.defineProperty(this, 'samples', { value: samples, enumerable: false })
   }
+
+  /** A self-contained interactive flame graph (SVG text). */
+  svg (options) {
+    return renderSvg(this.folded, { subtitle: subtitleOf(this.stats), ...options }).svg
+  }
+}
+
+function subtitleOf (stats) {
+  if (!stats || !stats.hz || stats.durationMs == null) return undefined
+  const threads = stats.threads === 1 ? '1 thread' : `${stats.threads} threads`
+  return `${stats.samples} samples at ${stats.hz} Hz (${stats.event}), ${threads}, ` +
+    `${(stats.durationMs / 1000).toFixed(2)} s${stats.lost ? `, ${stats.lost} lost` : ''}`
 }
 
 function warningsFor (raw) {

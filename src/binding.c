@@ -16,6 +16,7 @@
 #include "jithook.h"
 #include "perfmap.h"
 #include "profiler.h"
+#include "svg.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static kf_profiler_t *profiler;
@@ -195,7 +196,31 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
   return o;
 }
 
-/* stop() -> { folded, stats } */
+/* { line: Uint32Array, time: Float64Array (µs, CLOCK_MONOTONIC),
+ *   tid: Uint32Array }: every sample, tied to its line of the folded text. */
+static napi_value make_samples(napi_env env, const kf_profile_t *p) {
+  size_t n = p->nsamples;
+  void *line_data, *time_data, *tid_data;
+  napi_value o, line_ab, time_ab, tid_ab, line, time, tid;
+  CHECK(env, napi_create_object(env, &o));
+  CHECK(env, napi_create_arraybuffer(env, n * 4, &line_data, &line_ab));
+  CHECK(env, napi_create_arraybuffer(env, n * 8, &time_data, &time_ab));
+  CHECK(env, napi_create_arraybuffer(env, n * 4, &tid_data, &tid_ab));
+  for (size_t i = 0; i < n; i++) {
+    ((uint32_t *)line_data)[i] = p->samples[i].line;
+    ((double *)time_data)[i] = (double)p->samples[i].time / 1e3;
+    ((uint32_t *)tid_data)[i] = p->samples[i].tid;
+  }
+  CHECK(env, napi_create_typedarray(env, napi_uint32_array, n, line_ab, 0, &line));
+  CHECK(env, napi_create_typedarray(env, napi_float64_array, n, time_ab, 0, &time));
+  CHECK(env, napi_create_typedarray(env, napi_uint32_array, n, tid_ab, 0, &tid));
+  CHECK(env, napi_set_named_property(env, o, "line", line));
+  CHECK(env, napi_set_named_property(env, o, "time", time));
+  CHECK(env, napi_set_named_property(env, o, "tid", tid));
+  return o;
+}
+
+/* stop() -> { folded, samples, stats } */
 static napi_value js_stop(napi_env env, napi_callback_info info) {
   (void)info;
   kf_profile_t profile;
@@ -215,7 +240,10 @@ static napi_value js_stop(napi_env env, napi_callback_info info) {
     kf_profile_free(&profile);
     CHECK(env, napi_generic_failure);
   }
+  napi_value samples = make_samples(env, &profile);
   kf_profile_free(&profile);
+  if (!samples) return NULL;
+  CHECK(env, napi_set_named_property(env, result, "samples", samples));
   if (!(stats = make_stats(env, &profile.stats))) return NULL;
   CHECK(env, napi_set_named_property(env, result, "stats", stats));
   return result;
@@ -254,6 +282,69 @@ static napi_value js_write_perf_map(napi_env env, napi_callback_info info) {
   return result;
 }
 
+static int get_double(napi_env env, napi_value obj, const char *key,
+                      double *out) {
+  napi_value v;
+  napi_valuetype t;
+  if (napi_get_named_property(env, obj, key, &v) != napi_ok ||
+      napi_typeof(env, v, &t) != napi_ok)
+    return -1;
+  if (t == napi_undefined) return 0;
+  return napi_get_value_double(env, v, out) == napi_ok ? 0 : -1;
+}
+
+/* renderSvg(folded, { title, subtitle, width, minwidth, inverted, reverse })
+ * -> { svg, stats }. Options arrive checked by lib/. */
+static napi_value js_render_svg(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  char title[1024], subtitle[1024];
+  int has_title = 0, has_subtitle = 0;
+  uint32_t width = 1200;
+  kf_svg_opts_t o = {.minwidth = 0.1};
+  size_t len;
+  if (argc < 2 || napi_get_value_string_utf8(env, argv[0], NULL, 0, &len) != napi_ok ||
+      get_str(env, argv[1], "title", title, sizeof title, &has_title) ||
+      get_str(env, argv[1], "subtitle", subtitle, sizeof subtitle, &has_subtitle) ||
+      get_u32(env, argv[1], "width", &width) ||
+      get_double(env, argv[1], "minwidth", &o.minwidth) ||
+      get_bool(env, argv[1], "inverted", &o.inverted) ||
+      get_bool(env, argv[1], "reverse", &o.reverse)) {
+    napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG",
+                          "renderSvg(folded, options) takes a string and options");
+    return NULL;
+  }
+  o.width = width;
+  if (has_title) o.title = title;
+  if (has_subtitle) o.subtitle = subtitle;
+  char *folded = malloc(len + 1);
+  if (!folded) return throw_code(env, -ENOMEM, 0);
+  napi_get_value_string_utf8(env, argv[0], folded, len + 1, &len);
+  char *svg = NULL;
+  size_t svg_len = 0;
+  kf_svg_stats_t st;
+  int rc = kf_svg_render(folded, len, &o, &svg, &svg_len, &st);
+  free(folded);
+  if (rc) return throw_code(env, rc, 0);
+  napi_value result, text, stats;
+  napi_status s = napi_create_object(env, &result);
+  if (s == napi_ok) s = napi_create_string_utf8(env, svg, svg_len, &text);
+  free(svg);
+  CHECK(env, s);
+  CHECK(env, napi_set_named_property(env, result, "svg", text));
+  CHECK(env, napi_create_object(env, &stats));
+  CHECK(env, set_num(env, stats, "lines", (double)st.lines));
+  CHECK(env, set_num(env, stats, "badLines", (double)st.bad_lines));
+  CHECK(env, set_num(env, stats, "samples", (double)st.samples));
+  CHECK(env, set_num(env, stats, "frames", (double)st.frames));
+  CHECK(env, set_num(env, stats, "drawn", (double)st.drawn));
+  CHECK(env, set_num(env, stats, "mergedFrames", (double)st.merged_frames));
+  CHECK(env, set_num(env, stats, "mergedSamples", (double)st.merged_samples));
+  CHECK(env, napi_set_named_property(env, result, "stats", stats));
+  return result;
+}
+
 /* Whether this isolate's code events feed the code map. */
 static napi_value js_jit_armed(napi_env env, napi_callback_info info) {
   (void)info;
@@ -280,6 +371,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
        napi_default, NULL},
       {"jitArmed", NULL, js_jit_armed, NULL, NULL, NULL, napi_default, NULL},
       {"arm", NULL, js_arm, NULL, NULL, NULL, napi_default, NULL},
+      {"renderSvg", NULL, js_render_svg, NULL, NULL, NULL, napi_default, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0],
                              props) != napi_ok)

@@ -12,6 +12,7 @@ typedef struct line {
   char *text;   /* "root;...;leaf", no count */
   size_t len;
   uint64_t count;
+  uint32_t stack; /* index in kf_stacks */
 } line_t;
 
 typedef struct buf {
@@ -82,7 +83,7 @@ static int fold_one(const kf_stack_t *st, const kf_fold_names_t *names,
 }
 
 int kf_fold(const kf_stacks_t *stacks, const kf_fold_names_t *names,
-            char **out, size_t *len) {
+            char **out, size_t *len, uint32_t *line_of_stack) {
   size_t n = kf_stacks_count(stacks);
   line_t *lines = calloc(n ? n : 1, sizeof(line_t));
   buf_t b = {0}, text = {0};
@@ -104,15 +105,19 @@ int kf_fold(const kf_stacks_t *stacks, const kf_fold_names_t *names,
     memcpy(lines[made].text, b.p, b.len + 1);
     lines[made].len = b.len;
     lines[made].count = st.count;
+    lines[made].stack = (uint32_t)i;
     made++;
   }
   qsort(lines, made, sizeof(line_t), by_text);
 
-  for (size_t i = 0; i < made;) {
+  uint32_t line_no = 0;
+  for (size_t i = 0; i < made; line_no++) {
     uint64_t count = 0;
     size_t j = i;
-    for (; j < made && by_text(&lines[i], &lines[j]) == 0; j++)
+    for (; j < made && by_text(&lines[i], &lines[j]) == 0; j++) {
       count += lines[j].count;
+      if (line_of_stack) line_of_stack[lines[j].stack] = line_no;
+    }
     if (buf_reserve(&text, lines[i].len + 32)) goto out;
     memcpy(text.p + text.len, lines[i].text, lines[i].len);
     text.len += lines[i].len;

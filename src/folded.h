@@ -26,9 +26,11 @@ typedef struct kf_fold_names {
 } kf_fold_names_t;
 
 /* Writes the collapsed text to *out (malloc'd, NUL-terminated, *len bytes).
- * Returns 0 or -ENOMEM. */
+ * When line_of_stack is not NULL (kf_stacks_count entries), it receives the
+ * 0-based line of the text each stack was folded into, so samples can be
+ * tied to lines. Returns 0 or -ENOMEM. */
 int kf_fold(const kf_stacks_t *stacks, const kf_fold_names_t *names,
-            char **out, size_t *len);
+            char **out, size_t *len, uint32_t *line_of_stack);
 
 /* Appends `name` to buf with ';' turned into ':' and control characters
  * (newline, tab, NUL never appear: they are the format's separators) turned

@@ -176,6 +176,18 @@ static const char *thread_name(void *c, uint32_t tid) {
   return "[thread]";
 }
 
+static int copy_samples(const kf_stacks_t *stacks, const uint32_t *line_of,
+                        kf_profile_t *out) {
+  size_t n;
+  const kf_sample_t *in = kf_stacks_samples(stacks, &n);
+  out->samples = malloc((n ? n : 1) * sizeof(*out->samples));
+  if (!out->samples) return -ENOMEM;
+  for (size_t i = 0; i < n; i++)
+    out->samples[i] = (kf_profile_sample_t){in[i].time, line_of[in[i].stack], in[i].tid};
+  out->nsamples = n;
+  return 0;
+}
+
 int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
   memset(out, 0, sizeof(*out));
   if (!p->sampler) return -KF_ERR_NOT_RUNNING;
@@ -233,7 +245,11 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
                              .thread = thread_name,
                              .ctx = &ctx,
                              .max_frames = max_frames};
-    rc = kf_fold(stacks, &names, &out->folded, &out->folded_len);
+    uint32_t *line_of = malloc((kf_stacks_count(stacks) + 1) * sizeof(*line_of));
+    rc = line_of ? kf_fold(stacks, &names, &out->folded, &out->folded_len, line_of)
+                 : -ENOMEM;
+    if (rc == 0) rc = copy_samples(stacks, line_of, out);
+    free(line_of);
   }
   st->kernel_hidden = st->kernel && kf_symbolizer_kernel_hidden(p->symbolizer);
   for (size_t i = 0; i < ctx.nroots; i++) free(ctx.roots[i].name);
@@ -244,5 +260,8 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
 
 void kf_profile_free(kf_profile_t *profile) {
   free(profile->folded);
+  free(profile->samples);
   profile->folded = NULL;
+  profile->samples = NULL;
+  profile->nsamples = 0;
 }

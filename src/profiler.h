@@ -42,9 +42,18 @@ typedef struct kf_profile_stats {
   uint64_t perf_map_errors;
 } kf_profile_stats_t;
 
+/* One sample: which line of the folded text, when, on which thread. */
+typedef struct kf_profile_sample {
+  uint64_t time; /* CLOCK_MONOTONIC ns */
+  uint32_t line; /* 0-based line of `folded` */
+  uint32_t tid;
+} kf_profile_sample_t;
+
 typedef struct kf_profile {
   char *folded;
   size_t folded_len;
+  kf_profile_sample_t *samples; /* every sample, in the order collected */
+  size_t nsamples;
   kf_profile_stats_t stats;
 } kf_profile_t;
 

@@ -34,7 +34,7 @@ static char *fold(kf_stacks_t *s, uint32_t max_frames) {
   kf_fold_names_t names = {.frame = frame, .thread = thread, .max_frames = max_frames};
   char *out;
   size_t len;
-  CHECK(kf_fold(s, &names, &out, &len) == 0);
+  CHECK(kf_fold(s, &names, &out, &len, NULL) == 0);
   CHECK(strlen(out) == len);
   return out;
 }
@@ -93,6 +93,14 @@ static void folds_merge_equal_names_and_sort(void) {
   CHECK(kf_stacks_add(s, 1, 0, b, 3) == 0);
   char *out = fold(s, 0);
   CHECK_STR(out, "libuv-worker-2;f2 1\nmain;f1;same 3\n");
+  free(out);
+  /* Each stack knows its line: samples can be tied to lines. */
+  kf_fold_names_t names = {.frame = frame, .thread = thread};
+  uint32_t line_of[3] = {9, 9, 9};
+  size_t len;
+  CHECK(kf_stacks_count(s) == 3); /* a and b: other addresses, same names */
+  CHECK(kf_fold(s, &names, &out, &len, line_of) == 0);
+  CHECK(line_of[0] == 0 && line_of[1] == 1 && line_of[2] == 1);
   free(out);
   kf_stacks_free(s);
 }

@@ -1,0 +1,63 @@
+'use strict'
+
+// Folded text from anywhere (kflame, perf + stackcollapse-perf.pl, 0x, ...)
+// into a Profile. Lines that are not "frame;frame;... COUNT" are skipped and
+// counted, never fatal.
+
+const { kflameError } = require('./errors')
+const { Profile } = require('./profile')
+
+const LINE = /^(.*\S) (\d+)\s*$/
+
+// -> { stacks: Map(text -> count), lines, badLines }
+function parseFoldedText (text) {
+  const stacks = new Map()
+  let lines = 0
+  let badLines = 0
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue
+    lines++
+    const m = LINE.exec(line)
+    const count = m && Number(m[2])
+    if (!m || !(count > 0) || !Number.isSafeInteger(count) || m[1].split(';').some((f) => f === '')) {
+      badLines++
+      continue
+    }
+    stacks.set(m[1], (stacks.get(m[1]) || 0) + count)
+  }
+  return { stacks, lines, badLines }
+}
+
+function fromFolded (text, options = {}) {
+  if (typeof text !== 'string') {
+    throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', 'fromFolded(text): text must be a string')
+  }
+  const { hz = null } = options
+  if (hz !== null && !(Number.isInteger(hz) && hz > 0)) {
+    throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', 'fromFolded(text, { hz }): hz must be a positive integer')
+  }
+  const { stacks, lines, badLines } = parseFoldedText(text)
+  const keys = [...stacks.keys()].sort()
+  const folded = keys.map((k) => `${k} ${stacks.get(k)}\n`).join('')
+  let samples = 0
+  const roots = new Set()
+  for (const k of keys) {
+    samples += stacks.get(k)
+    roots.add(k.split(';', 1)[0])
+  }
+  const warnings = badLines ? [`${badLines} of ${lines} lines were not "frames COUNT" and were skipped`] : []
+  const stats = {
+    samples,
+    lost: 0,
+    threads: roots.size,
+    durationMs: null,
+    hz,
+    event: null,
+    kernel: keys.some((k) => /_\[k\](;|$)/.test(k)),
+    warnings,
+    details: { lines, badLines }
+  }
+  return new Profile(folded, stats, null)
+}
+
+module.exports = { fromFolded, parseFoldedText }

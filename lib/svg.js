@@ -1,0 +1,66 @@
+'use strict'
+
+// Flame graph options, checked before they reach the C renderer.
+
+const binding = require('./binding')
+const { kflameError } = require('./errors')
+
+const DEFAULTS = Object.freeze({
+  title: undefined,
+  subtitle: undefined,
+  width: 1200,
+  minwidth: 0.1,
+  inverted: false,
+  reverse: false
+})
+
+function invalid (message) {
+  return kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', message)
+}
+
+function checkSvgOptions (options) {
+  if (options === undefined) options = {}
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw invalid('svg(options): options must be an object')
+  }
+  for (const name of Object.keys(options)) {
+    if (!Object.hasOwn(DEFAULTS, name)) {
+      throw kflameError(TypeError, 'KFLAME_ERR_UNKNOWN_OPTION',
+        `svg(options): unknown option "${name}"; known: ${Object.keys(DEFAULTS).join(', ')}`)
+    }
+  }
+  const o = { ...DEFAULTS }
+  for (const [k, v] of Object.entries(options)) if (v !== undefined) o[k] = v
+  for (const name of ['title', 'subtitle']) {
+    if (o[name] !== undefined && typeof o[name] !== 'string') throw invalid(`svg(options): ${name} must be a string`)
+    if (o[name] !== undefined && Buffer.byteLength(o[name]) > 1000) {
+      throw kflameError(RangeError, 'KFLAME_ERR_OUT_OF_RANGE', `svg(options): ${name} is longer than 1000 bytes`)
+    }
+  }
+  if (!Number.isInteger(o.width) || o.width < 100 || o.width > 100000) {
+    throw kflameError(RangeError, 'KFLAME_ERR_OUT_OF_RANGE', 'svg(options): width must be an integer from 100 to 100000 (pixels)')
+  }
+  // minwidth: pixels, or "N%" of the whole width (as flamegraph.pl).
+  let minwidth = o.minwidth
+  if (typeof minwidth === 'string' && /^\d+(\.\d+)?%$/.test(minwidth)) {
+    minwidth = parseFloat(minwidth) / 100 * (o.width - 20)
+  }
+  if (typeof minwidth !== 'number' || !(minwidth >= 0) || minwidth > o.width) {
+    throw invalid('svg(options): minwidth must be pixels (a number >= 0) or a percentage such as "0.5%"')
+  }
+  for (const name of ['inverted', 'reverse']) {
+    if (typeof o[name] !== 'boolean') throw invalid(`svg(options): ${name} must be a boolean`)
+  }
+  return { ...o, minwidth }
+}
+
+// folded text -> { svg, stats: { lines, badLines, samples, frames, drawn,
+// mergedFrames, mergedSamples } }
+function renderSvg (folded, options) {
+  if (typeof folded !== 'string') throw invalid('renderSvg(folded): folded must be a string')
+  const o = checkSvgOptions(options)
+  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k]
+  return binding.renderSvg(folded, o)
+}
+
+module.exports = { renderSvg, checkSvgOptions }

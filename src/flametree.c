@@ -1,0 +1,197 @@
+#include "flametree.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grow.h"
+
+typedef struct span {
+  const char *name;
+  size_t len;
+} span_t;
+
+/* Child lookup: open addressing over (parent, name). */
+typedef struct builder {
+  span_t *spans; /* the frames of the line being added */
+  size_t spans_cap;
+  kf_flametree_t *t;
+  size_t cap;
+  uint32_t *slots; /* node index + 1; 0 empty */
+  size_t nslots;
+  uint32_t *last_child; /* per node: the child added last, to append */
+  size_t last_cap;
+} builder_t;
+
+static uint64_t hash(uint32_t parent, const char *s, size_t n) {
+  uint64_t h = 1469598103934665603ULL ^ parent; /* FNV-1a */
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+  return h ^ (h >> 29);
+}
+
+static int rehash(builder_t *b) {
+  size_t n = b->nslots ? b->nslots * 2 : 1024;
+  uint32_t *slots = calloc(n, sizeof(*slots));
+  if (!slots) return -ENOMEM;
+  for (size_t i = 1; i < b->t->count; i++) {
+    const kf_ftnode_t *x = &b->t->nodes[i];
+    size_t s = hash(x->parent, x->name, x->name_len) & (n - 1);
+    while (slots[s]) s = (s + 1) & (n - 1);
+    slots[s] = (uint32_t)i + 1;
+  }
+  free(b->slots);
+  b->slots = slots;
+  b->nslots = n;
+  return 0;
+}
+
+/* The child of `parent` named name[0..n), added when new; -1: no memory. */
+static long child(builder_t *b, uint32_t parent, const char *name, size_t n) {
+  kf_flametree_t *t = b->t;
+  if ((t->count + 1) * 2 > b->nslots && rehash(b)) return -1;
+  size_t s = hash(parent, name, n) & (b->nslots - 1);
+  for (; b->slots[s]; s = (s + 1) & (b->nslots - 1)) {
+    const kf_ftnode_t *x = &t->nodes[b->slots[s] - 1];
+    if (x->parent == parent && x->name_len == n && memcmp(x->name, name, n) == 0)
+      return (long)(b->slots[s] - 1);
+  }
+  if (kf_grow((void **)&t->nodes, &b->cap, t->count + 1, sizeof(*t->nodes), 1024) ||
+      kf_grow((void **)&b->last_child, &b->last_cap, t->count + 1,
+              sizeof(*b->last_child), 1024))
+    return -1;
+  uint32_t id = (uint32_t)t->count++;
+  kf_ftnode_t *x = &t->nodes[id];
+  memset(x, 0, sizeof(*x));
+  x->name = name;
+  x->name_len = (uint32_t)n;
+  x->parent = parent;
+  x->depth = t->nodes[parent].depth + 1;
+  if (x->depth > t->max_depth) t->max_depth = x->depth;
+  b->last_child[id] = 0;
+  if (b->last_child[parent]) t->nodes[b->last_child[parent]].next_sibling = id;
+  else t->nodes[parent].first_child = id;
+  b->last_child[parent] = id;
+  b->slots[s] = id + 1;
+  return id;
+}
+
+/* "frames COUNT": the count after the last space. 0 when malformed. */
+static uint64_t split_count(const char *line, size_t n, size_t *frames_len) {
+  while (n && (line[n - 1] == '\r' || line[n - 1] == ' ')) n--;
+  size_t i = n;
+  while (i && line[i - 1] >= '0' && line[i - 1] <= '9') i--;
+  if (i == n || i == 0 || line[i - 1] != ' ' || n - i > 18) return 0;
+  uint64_t count = 0;
+  for (size_t k = i; k < n; k++) count = count * 10 + (uint64_t)(line[k] - '0');
+  *frames_len = i - 1;
+  return count;
+}
+
+static int valid_frames(const char *s, size_t n) {
+  if (n == 0 || s[0] == ';' || s[n - 1] == ';') return 0;
+  for (size_t i = 1; i < n; i++)
+    if (s[i] == ';' && s[i - 1] == ';') return 0;
+  return 1;
+}
+
+static int add_line(builder_t *b, const char *s, size_t n, uint64_t count,
+                    int reverse) {
+  size_t nf = 0;
+  for (size_t start = 0; start <= n; nf++) {
+    const char *semi = memchr(s + start, ';', n - start);
+    size_t len = semi ? (size_t)(semi - (s + start)) : n - start;
+    if (kf_grow((void **)&b->spans, &b->spans_cap, nf + 1, sizeof(*b->spans), 64))
+      return -ENOMEM;
+    b->spans[nf] = (span_t){s + start, len};
+    start += len + 1;
+  }
+  kf_flametree_t *t = b->t;
+  uint32_t at = 0;
+  t->nodes[0].total += count;
+  for (size_t k = 0; k < nf; k++) {
+    const span_t *f = &b->spans[reverse ? nf - 1 - k : k];
+    long id = child(b, at, f->name, f->len);
+    if (id < 0) return -ENOMEM;
+    at = (uint32_t)id;
+    t->nodes[at].total += count;
+  }
+  t->nodes[at].self += count;
+  return 0;
+}
+
+static const kf_ftnode_t *sort_base;
+
+static int by_name(const void *a, const void *b) {
+  const kf_ftnode_t *x = &sort_base[*(const uint32_t *)a];
+  const kf_ftnode_t *y = &sort_base[*(const uint32_t *)b];
+  size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
+  int c = memcmp(x->name, y->name, n);
+  return c ? c : (x->name_len > y->name_len) - (x->name_len < y->name_len);
+}
+
+/* Relinks every node's children in name order: flame graphs are drawn
+ * alphabetically, so equal input gives equal output whatever its order. */
+static int sort_children(kf_flametree_t *t) {
+  uint32_t *ids = NULL;
+  size_t cap = 0;
+  sort_base = t->nodes;
+  for (size_t p = 0; p < t->count; p++) {
+    size_t n = 0;
+    for (uint32_t c = t->nodes[p].first_child; c; c = t->nodes[c].next_sibling) {
+      if (kf_grow((void **)&ids, &cap, n + 1, sizeof(*ids), 64)) {
+        free(ids);
+        return -ENOMEM;
+      }
+      ids[n++] = c;
+    }
+    if (n < 2) continue;
+    qsort(ids, n, sizeof(*ids), by_name);
+    t->nodes[p].first_child = ids[0];
+    for (size_t i = 0; i + 1 < n; i++) t->nodes[ids[i]].next_sibling = ids[i + 1];
+    t->nodes[ids[n - 1]].next_sibling = 0;
+  }
+  free(ids);
+  return 0;
+}
+
+int kf_flametree_parse(kf_flametree_t *t, const char *text, size_t len,
+                       int reverse) {
+  memset(t, 0, sizeof(*t));
+  builder_t b = {.t = t};
+  int rc = -ENOMEM;
+  if (kf_grow((void **)&t->nodes, &b.cap, 1, sizeof(*t->nodes), 1024) ||
+      kf_grow((void **)&b.last_child, &b.last_cap, 1, sizeof(*b.last_child), 1024))
+    goto out;
+  memset(&t->nodes[0], 0, sizeof(t->nodes[0]));
+  t->nodes[0].name = "all";
+  t->nodes[0].name_len = 3;
+  b.last_child[0] = 0;
+  t->count = 1;
+  for (size_t pos = 0; pos < len;) {
+    const char *nl = memchr(text + pos, '\n', len - pos);
+    size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
+    const char *line = text + pos;
+    pos += n + 1;
+    if (n == 0 || (n == 1 && line[0] == '\r')) continue;
+    t->lines++;
+    size_t frames_len = 0;
+    uint64_t count = split_count(line, n, &frames_len);
+    if (count == 0 || !valid_frames(line, frames_len)) {
+      t->bad_lines++;
+      continue;
+    }
+    if (add_line(&b, line, frames_len, count, reverse)) goto out;
+  }
+  rc = sort_children(t);
+out:
+  free(b.slots);
+  free(b.last_child);
+  free(b.spans);
+  if (rc) kf_flametree_free(t);
+  return rc;
+}
+
+void kf_flametree_free(kf_flametree_t *t) {
+  free(t->nodes);
+  memset(t, 0, sizeof(*t));
+}

@@ -1,0 +1,359 @@
+#define _GNU_SOURCE
+#include "svg.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flametree.h"
+#include "grow.h"
+#include "svgscript.h"
+
+#define PAD_X 10
+#define FRAME_HEIGHT 16
+#define FONT_SIZE 12
+#define CHAR_WIDTH (FONT_SIZE * 0.59) /* Verdana's average, as the script */
+#define NAME_MAX_BYTES 1000
+
+typedef struct buf {
+  char *p;
+  size_t len, cap;
+  int failed;
+} buf_t;
+
+static void put(buf_t *b, const char *s, size_t n) {
+  if (b->failed) return;
+  if (kf_grow((void **)&b->p, &b->cap, b->len + n + 1, 1, 1 << 16)) {
+    b->failed = 1;
+    return;
+  }
+  memcpy(b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = '\0';
+}
+
+static void puts_(buf_t *b, const char *s) { put(b, s, strlen(s)); }
+
+static void printf_(buf_t *b, const char *fmt, ...) {
+  char tmp[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (n < 0) b->failed = 1;
+  else put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 when invalid,
+ * overlong, a surrogate, or U+FFFE/U+FFFF (not allowed in XML). */
+static size_t utf8_len(const unsigned char *s, size_t n) {
+  unsigned char c = s[0];
+  size_t k;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) k = 2;
+  else if (c >= 0xE0 && c <= 0xEF) {
+    k = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    k = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (n < k || s[1] < lo || s[1] > hi) return 0;
+  for (size_t i = 2; i < k; i++)
+    if (s[i] < 0x80 || s[i] > 0xBF) return 0;
+  if (c == 0xEF && s[1] == 0xBF && (s[2] == 0xBE || s[2] == 0xBF)) return 0;
+  return k;
+}
+
+/* Characters (code points, invalid bytes counting one each). */
+static size_t chars(const char *s, size_t n) {
+  size_t count = 0;
+  for (size_t i = 0; i < n; count++) {
+    size_t k = (unsigned char)s[i] < 0x80 ? 1 : utf8_len((const unsigned char *)s + i, n - i);
+    i += k ? k : 1;
+  }
+  return count;
+}
+
+/* Writes at most max_chars characters of s, escaped for XML text and
+ * attributes; invalid UTF-8 and control characters become U+FFFD / '?'. */
+static void put_escaped(buf_t *b, const char *s, size_t n, size_t max_chars) {
+  size_t done = 0;
+  for (size_t i = 0; i < n && done < max_chars; done++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c < 0x80) {
+      switch (c) {
+        case '&': puts_(b, "&amp;"); break;
+        case '<': puts_(b, "&lt;"); break;
+        case '>': puts_(b, "&gt;"); break;
+        case '"': puts_(b, "&quot;"); break;
+        case '\'': puts_(b, "&#39;"); break;
+        default: put(b, c < 0x20 || c == 0x7f ? "?" : (const char *)s + i, 1);
+      }
+      i++;
+      continue;
+    }
+    size_t k = utf8_len((const unsigned char *)s + i, n - i);
+    if (k) put(b, s + i, k);
+    else puts_(b, "\xEF\xBF\xBD");
+    i += k ? k : 1;
+  }
+}
+
+/* A frame's name, cut to NAME_MAX_BYTES with "..." so huge names cannot
+ * blow up the document. */
+static void put_name(buf_t *b, const kf_ftnode_t *f) {
+  size_t n = f->name_len;
+  if (n <= NAME_MAX_BYTES) {
+    put_escaped(b, f->name, n, (size_t)-1);
+    return;
+  }
+  size_t cut = NAME_MAX_BYTES;
+  while (cut && ((unsigned char)f->name[cut] & 0xC0) == 0x80) cut--;
+  put_escaped(b, f->name, cut, (size_t)-1);
+  puts_(b, "...");
+}
+
+/* --- colours ------------------------------------------------------------ */
+
+typedef struct palette {
+  unsigned char lo[3], hi[3];
+} palette_t;
+
+enum { ROOT, KERNEL, JS_OWN, JS_MODULES, JS_NODE, V8_CODE, GC, CPP, NATIVE };
+static const palette_t palettes[] = {
+    [ROOT] = {{190, 190, 190}, {215, 215, 215}},
+    [KERNEL] = {{225, 110, 0}, {255, 160, 40}},
+    [JS_OWN] = {{50, 175, 50}, {110, 230, 110}},
+    [JS_MODULES] = {{60, 125, 215}, {110, 170, 255}},
+    [JS_NODE] = {{150, 205, 95}, {195, 240, 145}},
+    [V8_CODE] = {{70, 185, 185}, {125, 230, 230}},
+    [GC] = {{155, 105, 205}, {200, 150, 250}},
+    [CPP] = {{205, 180, 40}, {240, 215, 85}},
+    [NATIVE] = {{205, 80, 50}, {250, 150, 85}},
+};
+
+static int ends_with(const char *s, size_t n, const char *suffix) {
+  size_t k = strlen(suffix);
+  return n >= k && memcmp(s + n - k, suffix, k) == 0;
+}
+
+static int starts_with(const char *s, size_t n, const char *prefix) {
+  size_t k = strlen(prefix);
+  return n >= k && memcmp(s, prefix, k) == 0;
+}
+
+static int contains(const char *s, size_t n, const char *needle) {
+  return memmem(s, n, needle, strlen(needle)) != NULL;
+}
+
+static int kind_of(const kf_ftnode_t *f) {
+  const char *s = f->name;
+  size_t n = f->name_len;
+  if (f->depth <= 1) return ROOT; /* "all" and the thread roots */
+  if (ends_with(s, n, "_[k]")) return KERNEL;
+  if (ends_with(s, n, "_[j]")) {
+    static const char *const v8[] = {"Builtin:", "BytecodeHandler:", "RegExp:",
+                                     "Stub:", "Handler:", "(interpreted)", "[jit]"};
+    for (size_t i = 0; i < sizeof v8 / sizeof v8[0]; i++)
+      if (starts_with(s, n, v8[i])) return V8_CODE;
+    if (contains(s, n, "node_modules/")) return JS_MODULES;
+    if (contains(s, n, " node:")) return JS_NODE;
+    return JS_OWN;
+  }
+  static const char *const gc[] = {"Heap::", "Scavenge", "MarkCompact", "Sweeper",
+                                   "Evacuat", "GarbageCollect", "ConcurrentMarking"};
+  for (size_t i = 0; i < sizeof gc / sizeof gc[0]; i++)
+    if (contains(s, n, gc[i])) return GC;
+  if (starts_with(s, n, "Builtins_")) return V8_CODE;
+  if (contains(s, n, "::")) return CPP;
+  return NATIVE;
+}
+
+/* Deterministic: the kind picks the palette, a hash of the name the shade. */
+static void colour(const kf_ftnode_t *f, unsigned char rgb[3]) {
+  const palette_t *p = &palettes[kind_of(f)];
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < f->name_len; i++)
+    h = (h ^ (unsigned char)f->name[i]) * 1099511628211ULL;
+  unsigned v = (unsigned)(h >> 56), w = (unsigned)(h >> 48) & 0xff;
+  for (int c = 0; c < 3; c++) {
+    unsigned span = (unsigned)(p->hi[c] - p->lo[c]);
+    rgb[c] = (unsigned char)(p->lo[c] + span * (c == 1 ? w : v) / 255);
+  }
+}
+
+/* --- layout and output -------------------------------------------------- */
+
+typedef struct render {
+  const kf_flametree_t *t;
+  const kf_svg_opts_t *o;
+  buf_t *b;
+  kf_svg_stats_t *st;
+  double scale; /* pixels per sample */
+  double minwidth;
+  int height, bottom_pad;
+  uint32_t drawn_depth;
+  uint32_t *stack; /* DFS */
+  double *xs;
+  size_t stack_cap, xs_cap;
+} render_t;
+
+static int frame_y(const render_t *r, uint32_t depth, int top) {
+  return r->o->inverted ? top + (int)depth * FRAME_HEIGHT
+                        : r->height - r->bottom_pad - ((int)depth + 1) * FRAME_HEIGHT;
+}
+
+static void put_frame(render_t *r, const kf_ftnode_t *f, double x, double w,
+                      int y) {
+  buf_t *b = r->b;
+  unsigned char rgb[3];
+  colour(f, rgb);
+  double pct = r->t->nodes[0].total ? 100.0 * (double)f->total / (double)r->t->nodes[0].total : 0;
+  puts_(b, "<g class=\"f\"><title>");
+  put_name(b, f);
+  printf_(b, " (%llu samples, %.2f%%)</title><rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
+             "height=\"%d\" fill=\"rgb(%u,%u,%u)\" rx=\"2\" ry=\"2\"/><text x=\"%.1f\" y=\"%.1f\">",
+          (unsigned long long)f->total, pct, x, y, w, FRAME_HEIGHT - 1, rgb[0], rgb[1], rgb[2],
+          x + 3, y + 10.5);
+  long fit = (long)((w - 3) / CHAR_WIDTH);
+  size_t len = f->name_len > NAME_MAX_BYTES ? NAME_MAX_BYTES : f->name_len;
+  if (fit >= 3) {
+    if (chars(f->name, len) <= (size_t)fit) {
+      put_escaped(b, f->name, len, (size_t)-1);
+    } else {
+      put_escaped(b, f->name, len, (size_t)fit - 2);
+      puts_(b, "..");
+    }
+  }
+  puts_(b, "</text></g>\n");
+}
+
+/* First pass: how deep do drawn frames go (sets the image height). Second
+ * pass: draw. Both walk the tree depth first without recursion. */
+static int walk(render_t *r, int draw, int top) {
+  const kf_flametree_t *t = r->t;
+  size_t n = 0;
+  if (kf_grow((void **)&r->stack, &r->stack_cap, 1, sizeof(*r->stack), 256) ||
+      kf_grow((void **)&r->xs, &r->xs_cap, 1, sizeof(*r->xs), 256))
+    return -ENOMEM;
+  r->stack[n] = 0;
+  r->xs[n++] = PAD_X;
+  while (n) {
+    uint32_t id = r->stack[--n];
+    double x = r->xs[n];
+    const kf_ftnode_t *f = &t->nodes[id];
+    double w = (double)f->total * r->scale;
+    if (draw) {
+      put_frame(r, f, x, w, frame_y(r, f->depth, top));
+      r->st->drawn++;
+    } else if (f->depth > r->drawn_depth) {
+      r->drawn_depth = f->depth;
+    }
+    /* Children are pushed left to right, then flipped so the leftmost is
+     * popped first: frames come out in document order, left to right. */
+    size_t first = n;
+    double cx = x;
+    for (uint32_t c = f->first_child; c; c = t->nodes[c].next_sibling) {
+      const kf_ftnode_t *k = &t->nodes[c];
+      double cw = (double)k->total * r->scale;
+      if (cw >= r->minwidth) {
+        if (kf_grow((void **)&r->stack, &r->stack_cap, n + 1, sizeof(*r->stack), 256) ||
+            kf_grow((void **)&r->xs, &r->xs_cap, n + 1, sizeof(*r->xs), 256))
+          return -ENOMEM;
+        r->stack[n] = c;
+        r->xs[n++] = cx;
+      } else if (draw) {
+        r->st->merged_frames++;
+        r->st->merged_samples += k->total;
+      }
+      cx += cw;
+    }
+    for (size_t i = first, j = n ? n - 1 : 0; i < j; i++, j--) {
+      uint32_t ts = r->stack[i];
+      double tx = r->xs[i];
+      r->stack[i] = r->stack[j], r->xs[i] = r->xs[j];
+      r->stack[j] = ts, r->xs[j] = tx;
+    }
+  }
+  return 0;
+}
+
+static void put_text(buf_t *b, const char *id, const char *cls, double x,
+                     double y, const char *text) {
+  printf_(b, "<text id=\"%s\"%s%s%s x=\"%.1f\" y=\"%.1f\">", id, cls ? " class=\"" : "",
+          cls ? cls : "", cls ? "\"" : "", x, y);
+  put_escaped(b, text, strlen(text), (size_t)-1);
+  puts_(b, "</text>\n");
+}
+
+int kf_svg_render(const char *folded, size_t len, const kf_svg_opts_t *o,
+                  char **out, size_t *out_len, kf_svg_stats_t *st) {
+  memset(st, 0, sizeof(*st));
+  *out = NULL;
+  *out_len = 0;
+  kf_flametree_t t;
+  int rc = kf_flametree_parse(&t, folded, len, o->reverse);
+  if (rc) return rc;
+  st->lines = t.lines;
+  st->bad_lines = t.bad_lines;
+  st->samples = t.nodes[0].total;
+  st->frames = t.count - 1;
+
+  buf_t b = {0};
+  unsigned width = o->width ? o->width : 1200;
+  render_t r = {.t = &t, .o = o, .b = &b, .st = st, .minwidth = o->minwidth};
+  r.scale = t.nodes[0].total ? (double)(width - 2 * PAD_X) / (double)t.nodes[0].total : 0;
+  int top = o->subtitle ? 60 : 40;
+  r.bottom_pad = 34;
+  rc = walk(&r, 0, top);
+  if (rc) goto out;
+  r.height = top + ((int)r.drawn_depth + 1) * FRAME_HEIGHT + r.bottom_pad;
+
+  const char *title = o->title ? o->title : o->inverted ? "Icicle Graph" : "Flame Graph";
+  printf_(&b,
+          "<?xml version=\"1.0\" standalone=\"no\"?>\n"
+          "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%u\" "
+          "height=\"%d\" viewBox=\"0 0 %u %d\" data-inverted=\"%d\">\n",
+          width, r.height, width, r.height, o->inverted ? 1 : 0);
+  puts_(&b, "<style>");
+  puts_(&b, kf_svg_style);
+  puts_(&b, "</style>\n<script><![CDATA[\n");
+  puts_(&b, kf_svg_script);
+  puts_(&b, "]]></script>\n");
+  printf_(&b, "<rect width=\"100%%\" height=\"100%%\" fill=\"#f8f8f8\"/>\n");
+  put_text(&b, "title", NULL, width / 2.0, 24, title);
+  if (o->subtitle) put_text(&b, "subtitle", NULL, width / 2.0, 42, o->subtitle);
+  put_text(&b, "unzoom", "button hide", PAD_X, 24, "Reset Zoom");
+  put_text(&b, "search", "button", width - PAD_X - 100, 24, "Search");
+  put_text(&b, "details", NULL, PAD_X, r.height - 17, " ");
+  put_text(&b, "matched", NULL, width - PAD_X, r.height - 17, " ");
+  rc = walk(&r, 1, top);
+  if (rc) goto out;
+  if (st->merged_frames) {
+    char note[160];
+    snprintf(note, sizeof note, "%llu frames (%llu samples) narrower than %.2f px merged into their parents",
+             (unsigned long long)st->merged_frames, (unsigned long long)st->merged_samples, o->minwidth);
+    put_text(&b, "merged", NULL, PAD_X, r.height - 3, note);
+  }
+  puts_(&b, "</svg>\n");
+  if (b.failed) {
+    rc = -ENOMEM;
+    goto out;
+  }
+  *out = b.p;
+  *out_len = b.len;
+  b.p = NULL;
+out:
+  free(b.p);
+  free(r.stack);
+  free(r.xs);
+  kf_flametree_free(&t);
+  return rc;
+}

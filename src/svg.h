@@ -1,0 +1,41 @@
+/*
+ * svg: folded stacks rendered as a self-contained, interactive flame graph
+ * (SVG with its own script: hover details, click to zoom, regex search with
+ * the matched share, state kept in the URL). Pure; any thread.
+ *
+ * Frames narrower than `minwidth` pixels are not drawn; their samples still
+ * count in their parent's width, and how many frames and samples were
+ * merged that way is reported. Names are escaped for XML, invalid UTF-8 is
+ * replaced, and names longer than 1000 bytes are cut, so the output always
+ * parses. Colours depend only on the frame's name and kind (JS own code,
+ * node_modules, node: internals, V8 builtins, GC, C++, C, kernel), so equal
+ * input gives byte-identical output.
+ */
+#ifndef KF_SVG_H
+#define KF_SVG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct kf_svg_opts {
+  const char *title;    /* NULL: "Flame Graph" ("Icicle Graph" inverted) */
+  const char *subtitle; /* NULL: none */
+  unsigned width;       /* pixels; 0: 1200 */
+  double minwidth;      /* pixels; frames narrower are merged */
+  int inverted;         /* icicle: roots at the top */
+  int reverse;          /* stacks read leaf first */
+} kf_svg_opts_t;
+
+typedef struct kf_svg_stats {
+  uint64_t lines, bad_lines;    /* input lines, and those skipped */
+  uint64_t samples;             /* total of the counts */
+  uint64_t frames, drawn;       /* distinct frames, and those drawn */
+  uint64_t merged_frames, merged_samples; /* below minwidth */
+} kf_svg_stats_t;
+
+/* Renders `len` bytes of folded text into a malloc'd SVG (*out, *out_len,
+ * NUL-terminated). Returns 0 or -ENOMEM. */
+int kf_svg_render(const char *folded, size_t len, const kf_svg_opts_t *opts,
+                  char **out, size_t *out_len, kf_svg_stats_t *stats);
+
+#endif

@@ -1,0 +1,14 @@
+/*
+ * svgscript: the script and style embedded in every flame graph SVG.
+ * Hover shows a frame's details; click zooms into it (ancestors stay,
+ * faded, above it); "Search" highlights frames matching a regular
+ * expression and shows the share of samples they cover (nested matches
+ * counted once); zoom and search are kept in the URL's #fragment.
+ */
+#ifndef KF_SVGSCRIPT_H
+#define KF_SVGSCRIPT_H
+
+extern const char kf_svg_style[];
+extern const char kf_svg_script[];
+
+#endif
