@@ -12,8 +12,9 @@ const char kf_svg_style[] =
     ".hide{display:none}"
     ".parent{opacity:0.5}";
 
+/* Runs on load: the script comes before the frames in the document. */
 const char kf_svg_script[] =
-    "(function () {\n"
+    "window.addEventListener('load', function () {\n"
     "  'use strict'\n"
     "  var svg = document.documentElement\n"
     "  var W = +svg.getAttribute('width'), PAD = 10, CHAR = 12 * 0.59, EPS = 0.001\n"
@@ -110,4 +111,4 @@ const char kf_svg_script[] =
     "    if (t) search(t)\n"
     "  })\n"
     "  load()\n"
-    "})()\n";
+    "})\n";

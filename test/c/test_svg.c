@@ -1,0 +1,159 @@
+/* Folded text into a flame tree, and the tree into SVG. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/flametree.h"
+#include "../../src/svg.h"
+#include "kftest.h"
+
+static const kf_ftnode_t *find(const kf_flametree_t *t, uint32_t parent,
+                               const char *name) {
+  for (uint32_t c = t->nodes[parent].first_child; c; c = t->nodes[c].next_sibling)
+    if (t->nodes[c].name_len == strlen(name) &&
+        memcmp(t->nodes[c].name, name, strlen(name)) == 0)
+      return &t->nodes[c];
+  return NULL;
+}
+
+static uint32_t id_of(const kf_flametree_t *t, const kf_ftnode_t *n) {
+  return (uint32_t)(n - t->nodes);
+}
+
+static void tree_merges_counts_and_sorts(void) {
+  const char *text = "main;b;x 2\nmain;a 3\nmain;b 1\nmain;b;x 4\r\nworker-7;a 5\n";
+  kf_flametree_t t;
+  CHECK(kf_flametree_parse(&t, text, strlen(text), 0) == 0);
+  CHECK_EQ_U64(t.lines, 5);
+  CHECK_EQ_U64(t.bad_lines, 0);
+  CHECK_EQ_U64(t.nodes[0].total, 15);
+  const kf_ftnode_t *m = find(&t, 0, "main");
+  CHECK(m && m->total == 10 && m->self == 0 && m->depth == 1);
+  const kf_ftnode_t *b = find(&t, id_of(&t, m), "b");
+  CHECK(b && b->total == 7 && b->self == 1);
+  const kf_ftnode_t *x = find(&t, id_of(&t, b), "x");
+  CHECK(x && x->total == 6 && x->self == 6 && x->depth == 3);
+  /* Children in name order, whatever the input order. */
+  const kf_ftnode_t *first = &t.nodes[m->first_child];
+  CHECK(first->name_len == 1 && first->name[0] == 'a');
+  CHECK_EQ_U64(t.max_depth, 3);
+  kf_flametree_free(&t);
+}
+
+static void tree_counts_bad_lines(void) {
+  const char *text = "no count\nmain;a x\nmain;;b 3\n;main 1\nmain; 2\nmain;a 0\n"
+                     "main;a -1\n 5\nmain;ok 1\n\n\nmain;a 99999999999999999999\n";
+  kf_flametree_t t;
+  CHECK(kf_flametree_parse(&t, text, strlen(text), 0) == 0);
+  CHECK_EQ_U64(t.lines, 10);
+  CHECK_EQ_U64(t.bad_lines, 9);
+  CHECK_EQ_U64(t.nodes[0].total, 1);
+  kf_flametree_free(&t);
+}
+
+static void tree_reverse_reads_leaf_first(void) {
+  const char *text = "main;a;leaf 2\nworker;b;leaf 3\n";
+  kf_flametree_t t;
+  CHECK(kf_flametree_parse(&t, text, strlen(text), 1) == 0);
+  const kf_ftnode_t *leaf = find(&t, 0, "leaf");
+  CHECK(leaf && leaf->total == 5);
+  CHECK(find(&t, id_of(&t, leaf), "a") && find(&t, id_of(&t, leaf), "b"));
+  kf_flametree_free(&t);
+}
+
+static char *render(const char *text, const kf_svg_opts_t *o, kf_svg_stats_t *st) {
+  char *svg;
+  size_t len;
+  CHECK(kf_svg_render(text, strlen(text), o, &svg, &len, st) == 0);
+  CHECK(strlen(svg) == len);
+  return svg;
+}
+
+static void svg_escapes_hostile_names(void) {
+  kf_svg_opts_t o = {.minwidth = 0};
+  kf_svg_stats_t st;
+  const char *text = "main;<script>&\"x'</script> 1\nmain;bad\xff\xfe utf8 1\n"
+                     "main;ctl\x01\x1f char 1\nmain;\xEF\xBF\xBF nonchar 1\nmain;]]> 1\n";
+  char *svg = render(text, &o, &st);
+  CHECK(strstr(svg, "&lt;script&gt;&amp;&quot;x&#39;&lt;/script&gt;"));
+  CHECK(!strstr(svg, "<script>&"));
+  CHECK(strstr(svg, "bad\xEF\xBF\xBD\xEF\xBF\xBD utf8"));
+  CHECK(strstr(svg, "ctl?? char"));
+  CHECK(strstr(svg, "\xEF\xBF\xBD nonchar"));
+  CHECK(strstr(svg, "]]&gt;"));
+  CHECK_EQ_U64(st.drawn, 7); /* all, main, five leaves */
+  free(svg);
+}
+
+static void svg_cuts_huge_names(void) {
+  size_t n = 100000;
+  char *text = malloc(n + 16);
+  memcpy(text, "main;", 5);
+  memset(text + 5, 'x', n);
+  strcpy(text + 5 + n, " 1\n");
+  kf_svg_opts_t o = {0};
+  kf_svg_stats_t st;
+  char *svg = render(text, &o, &st);
+  CHECK(strlen(svg) < 20000); /* 1000 bytes in the title, the label fits */
+  CHECK(strstr(svg, "xxx... (1 samples"));
+  free(svg);
+  free(text);
+}
+
+static void svg_merges_narrow_frames(void) {
+  /* 1 sample in 10000 is 0.118 px of 1180: below 0.5 px. */
+  const char *text = "main;big 9999\nmain;tiny;deeper 1\n";
+  kf_svg_opts_t o = {.minwidth = 0.5};
+  kf_svg_stats_t st;
+  char *svg = render(text, &o, &st);
+  CHECK_EQ_U64(st.frames, 4);
+  CHECK_EQ_U64(st.drawn, 3); /* all, main, big */
+  CHECK_EQ_U64(st.merged_frames, 1);
+  CHECK_EQ_U64(st.merged_samples, 1);
+  CHECK(strstr(svg, "main (10000 samples, 100.00%)")); /* still counted */
+  CHECK(!strstr(svg, "tiny"));
+  CHECK(strstr(svg, "1 frames (1 samples) narrower than 0.50 px merged"));
+  free(svg);
+}
+
+static void svg_is_deterministic_and_inverts(void) {
+  const char *text = "main;a;b 3\nmain;c 1\n";
+  kf_svg_opts_t o = {.minwidth = 0.1, .title = "T", .subtitle = "S"};
+  kf_svg_stats_t st;
+  char *one = render(text, &o, &st), *two = render(text, &o, &st);
+  CHECK(strcmp(one, two) == 0);
+  CHECK(strstr(one, ">T</text>") && strstr(one, ">S</text>"));
+  o.inverted = 1;
+  o.title = NULL;
+  char *ice = render(text, &o, &st);
+  CHECK(strstr(ice, "Icicle Graph"));
+  CHECK(strstr(ice, "data-inverted=\"1\""));
+  /* Icicle: the root ("all") at the top. */
+  CHECK(strstr(ice, "<title>all (4 samples, 100.00%)</title><rect x=\"10.0\" y=\"60\""));
+  free(one);
+  free(two);
+  free(ice);
+}
+
+static void svg_of_nothing(void) {
+  kf_svg_opts_t o = {0};
+  kf_svg_stats_t st;
+  char *svg = render("", &o, &st);
+  CHECK(strstr(svg, "</svg>"));
+  CHECK_EQ_U64(st.samples, 0);
+  free(svg);
+}
+
+static const kftest_case_t cases[] = {
+    {"flametree: merge, count, sort children", tree_merges_counts_and_sorts},
+    {"flametree: bad lines counted, not fatal", tree_counts_bad_lines},
+    {"flametree: reverse reads leaf first", tree_reverse_reads_leaf_first},
+    {"svg: hostile names escaped, invalid UTF-8 replaced", svg_escapes_hostile_names},
+    {"svg: huge names cut", svg_cuts_huge_names},
+    {"svg: narrow frames merged and reported", svg_merges_narrow_frames},
+    {"svg: deterministic; icicle", svg_is_deterministic_and_inverts},
+    {"svg: empty input", svg_of_nothing},
+    {NULL, NULL},
+};
+
+int main(int argc, char **argv) { return kftest_main(cases, argc, argv); }
