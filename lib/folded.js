@@ -5,11 +5,11 @@
 // counted, never fatal.
 
 const { kflameError } = require('./errors')
+const { parseFoldedLine } = require('./exports')
 const { Profile } = require('./profile')
 
-const LINE = /^(.*\S) (\d+)\s*$/
-
-// -> { stacks: Map(text -> count), lines, badLines }
+// -> { stacks: Map(text -> count), lines, badLines }. A zero count is a bad
+// line too, as for the C renderer: it could only draw nothing.
 function parseFoldedText (text) {
   const stacks = new Map()
   let lines = 0
@@ -17,13 +17,13 @@ function parseFoldedText (text) {
   for (const line of text.split('\n')) {
     if (line.trim() === '') continue
     lines++
-    const m = LINE.exec(line)
-    const count = m && Number(m[2])
-    if (!m || !(count > 0) || !Number.isSafeInteger(count) || m[1].split(';').some((f) => f === '')) {
+    const parsed = parseFoldedLine(line.replace(/\s+$/, ''))
+    if (!parsed || parsed.count === 0) {
       badLines++
       continue
     }
-    stacks.set(m[1], (stacks.get(m[1]) || 0) + count)
+    const key = parsed.frames.join(';')
+    stacks.set(key, (stacks.get(key) || 0) + parsed.count)
   }
   return { stacks, lines, badLines }
 }

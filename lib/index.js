@@ -34,14 +34,15 @@ function start (options) {
     tiers: o.tiers,
     perfMap: o.perfMap || undefined
   })
-  current = o
+  current = { ...o, wallStart: Date.now() }
 }
 
 function stop () {
   const raw = binding.stop() // throws KFLAME_ERR_NOT_RUNNING when idle
   const options = current || { event: 'cpu-clock' }
   current = null
-  return new Profile(raw.folded, makeStats(raw.stats, options), raw.samples)
+  return new Profile(raw.folded, makeStats(raw.stats, options), raw.samples,
+    { startUs: raw.stats.startUs, wallStart: options.wallStart })
 }
 
 function isRunning () {

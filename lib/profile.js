@@ -4,9 +4,15 @@
 // behind them, every sample's time and thread when known, and the renderings.
 
 const { renderSvg } = require('./svg')
+const { toCpuprofile, toTraceEvents, toPprof, parseFoldedLine } = require('./exports')
+
+// Rate assumed for folded text of unknown rate, to space synthetic samples.
+const DEFAULT_HZ = 99
 
 class Profile {
-  constructor (folded, stats, samples = null) {
+  // timing: { startUs (CLOCK_MONOTONIC), wallStart (ms since the epoch) }
+  // of a live profile; null for folded text.
+  constructor (folded, stats, samples = null, timing = null) {
     /** FlameGraph's collapsed format: "root;...;leaf COUNT" per line. */
     this.folded = folded
     /** { samples, lost, threads, durationMs, hz, event, kernel, warnings, ... } */
@@ -14,11 +20,41 @@ class Profile {
     // { line, time (µs, CLOCK_MONOTONIC), tid } typed arrays, one entry per
     // sample, `line` indexing the lines of `folded`; null from folded text.
     Object.defineProperty(this, 'samples', { value: samples, enumerable: false })
+    Object.defineProperty(this, 'timing', { value: timing, enumerable: false })
   }
 
   /** A self-contained interactive flame graph (SVG text). */
   svg (options) {
     return renderSvg(this.folded, { subtitle: subtitleOf(this.stats), ...options }).svg
+  }
+
+  /** Chrome DevTools / speedscope .cpuprofile (an object; JSON.stringify it). */
+  cpuprofile () { return toCpuprofile(modelOf(this)) }
+
+  /** Chrome trace events for Perfetto / chrome://tracing (an object). */
+  traceEvents () { return toTraceEvents(modelOf(this)) }
+
+  /** gzipped pprof protobuf for go tool pprof, Pyroscope, Grafana (a Buffer). */
+  pprof () { return toPprof(modelOf(this)) }
+}
+
+// The exports' model (lib/exports/frames.js): stacks in the order of the
+// folded lines, which is what samples.line indexes.
+function modelOf (profile) {
+  const stacks = profile.folded.split('\n').filter(Boolean).map(parseFoldedLine)
+  const hz = profile.stats.hz || DEFAULT_HZ
+  const timing = profile.timing
+  const total = stacks.reduce((n, s) => n + s.count, 0)
+  const startTime = timing ? timing.startUs : 0
+  const endTime = timing ? timing.startUs + profile.stats.durationMs * 1000 : total * 1e6 / hz
+  return {
+    stacks,
+    samples: profile.samples,
+    hz,
+    startTime,
+    endTime,
+    wallStart: timing ? timing.wallStart : undefined,
+    pid: timing ? process.pid : undefined
   }
 }
 

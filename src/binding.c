@@ -173,6 +173,7 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
   CHECK(env, set_num(env, o, "noMemory", (double)st->no_memory));
   CHECK(env, set_num(env, o, "threads", st->threads));
   CHECK(env, set_num(env, o, "durationMs", (double)st->duration_ns / 1e6));
+  CHECK(env, set_num(env, o, "startUs", (double)st->started_ns / 1e3));
   CHECK(env, set_num(env, o, "hz", st->hz));
   CHECK(env, set_bool(env, o, "taskClock", st->event == KF_EVENT_TASK_CLOCK));
   CHECK(env, set_bool(env, o, "kernel", st->kernel));

@@ -204,6 +204,7 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
   st->corrupt = cs->corrupt;
   st->no_memory = cs->no_memory;
   st->duration_ns = now_ns() - p->started_ns;
+  st->started_ns = p->started_ns;
   st->hz = p->opts.sampler.hz;
   st->event = p->opts.sampler.event;
   st->kernel = info->kernel;

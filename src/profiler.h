@@ -25,6 +25,7 @@ typedef struct kf_profile_stats {
   uint64_t samples, lost, duplicates, foreign, corrupt, no_memory;
   uint32_t threads;      /* distinct threads in the samples */
   uint64_t duration_ns;  /* start() to stop() */
+  uint64_t started_ns;   /* CLOCK_MONOTONIC at start() */
   uint32_t hz;
   kf_event_t event;
   int kernel;            /* kernel frames were sampled */

@@ -71,4 +71,4 @@ function modelFromFolded (text, hz = 99) {
   }
 }
 
-module.exports = { toCpuprofile, toTraceEvents, toPprof, modelFromFolded, parseFrame }
+module.exports = { toCpuprofile, toTraceEvents, toPprof, modelFromFolded, parseFoldedLine, parseFrame }

@@ -14,8 +14,17 @@ const { frameParser, compareStrings, checkModel, lineCounts } = require('./frame
 
 // Field numbers of profile.proto.
 const PROFILE = {
-  sampleType: 1, sample: 2, mapping: 3, location: 4, function: 5, stringTable: 6,
-  timeNanos: 9, durationNanos: 10, periodType: 11, period: 12, comment: 13
+  sampleType: 1,
+  sample: 2,
+  mapping: 3,
+  location: 4,
+  function: 5,
+  stringTable: 6,
+  timeNanos: 9,
+  durationNanos: 10,
+  periodType: 11,
+  period: 12,
+  comment: 13
 }
 const VALUE_TYPE = { type: 1, unit: 2 }
 const SAMPLE = { locationId: 1, value: 2, label: 3 }
@@ -155,6 +164,16 @@ function aggregate (model) {
   return [...byKey.values()].sort((a, b) => compareFrames(a.frames, b.frames))
 }
 
+// Past 2^53 a Number is no longer exact: BigInt, which the writer takes too.
+function exactProduct (a, b) {
+  const p = a * b
+  return Number.isSafeInteger(p) ? p : BigInt(a) * BigInt(b)
+}
+
+function int64 (x) {
+  return Number.isSafeInteger(x) ? x : BigInt(x)
+}
+
 function compareFrames (a, b) {
   const n = Math.min(a.length, b.length)
   for (let i = 0; i < n; i++) {
@@ -195,7 +214,7 @@ function toPprof (model) {
     const ids = []
     for (let i = s.frames.length - 1; i >= 1; i--) ids.push(locationIds.get(s.frames[i])) // leaf first
     w.packed(SAMPLE.locationId, ids)
-    w.packed(SAMPLE.value, [s.count, s.count * period])
+    w.packed(SAMPLE.value, [s.count, exactProduct(s.count, period)])
     const label = new Writer()
     label.uint(LABEL.key, threadKey)
     label.uint(LABEL.str, strings.id(s.frames[0]))
@@ -238,7 +257,7 @@ function toPprof (model) {
   for (const fn of functions) out.message(PROFILE.function, fn)
 
   const comment = strings.id(`kflame, ${model.hz} Hz`)
-  const durationNanos = Math.max(0, Math.round((model.endTime - model.startTime) * 1000))
+  const durationNanos = int64(Math.max(0, Math.round((model.endTime - model.startTime) * 1000)))
   // Nanoseconds since the epoch pass 2^53: a BigInt, from whole µs.
   const timeNanos = typeof model.wallStart === 'number' && Number.isFinite(model.wallStart) && model.wallStart > 0
     ? BigInt(Math.round(model.wallStart * 1000)) * 1000n

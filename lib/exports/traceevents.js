@@ -11,7 +11,7 @@
 // when it is the thread's last. Times are whole µs, so slices that end
 // together end at exactly the same number and nest without rounding doubt.
 
-const { frameParser, compareStrings, checkModel, sampleRuns, rootThreadIds, modelPid, timingNote } = require('./frames')
+const { frameParser, compareStrings, checkModel, sampleRuns, modelPid, timingNote } = require('./frames')
 
 const CATEGORY = { js: 'js', jit: 'jit', native: 'native', kernel: 'kernel', root: 'thread' }
 
