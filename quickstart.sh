@@ -3,7 +3,7 @@
 #   1. system packages (a C toolchain, libelf-dev, libunwind-dev): installed when run as
 #      root, otherwise the exact apt-get line is printed and the script stops;
 #   2. npm dependencies and the native build (node-gyp);
-#   3. examples/demo.js profiled into demo.folded.
+#   3. examples/demo.js profiled into demo.svg (and demo.folded).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -41,4 +41,4 @@ if [ -z "${npm_config_nodedir:-}" ] && [ -f "$nodedir/include/node/node_api.h" ]
 fi
 
 npm ci --no-audit --no-fund
-node examples/demo.js demo.folded
+node examples/demo.js demo.svg

@@ -3,7 +3,7 @@
 // A small app profiled by kflame: JS on the main thread, crypto on libuv's
 // thread pool, and file writes that spend time in the kernel.
 //
-//   node examples/demo.js [out.folded]
+//   node examples/demo.js [out.svg]     (also writes out.folded beside it)
 
 const fs = require('node:fs')
 const os = require('node:os')
@@ -11,7 +11,8 @@ const path = require('node:path')
 const crypto = require('node:crypto')
 const kflame = require('..')
 
-const out = process.argv[2] || 'demo.folded'
+const out = process.argv[2] || 'demo.svg'
+const foldedOut = out.replace(/\.svg$/, '') + '.folded'
 
 function fib (n) { return n < 2 ? n : fib(n - 1) + fib(n - 2) }
 
@@ -41,12 +42,13 @@ async function main () {
   await hashing
   const profile = kflame.stop()
 
-  fs.writeFileSync(out, profile.folded)
+  fs.writeFileSync(out, profile.svg({ title: 'kflame demo' }))
+  fs.writeFileSync(foldedOut, profile.folded)
   const { samples, lost, threads, durationMs, kernel, warnings } = profile.stats
   console.log(`kflame: ${samples} samples (${lost} lost) on ${threads} threads in ${durationMs.toFixed(0)} ms, ` +
     `kernel frames: ${kernel ? 'yes' : 'no'}`)
   for (const w of warnings) console.log(`kflame: warning: ${w}`)
-  console.log(`kflame: wrote ${out} (folded stacks: flamegraph.pl, inferno-flamegraph or speedscope render it)`)
+  console.log(`kflame: wrote ${out} (open it in a browser) and ${foldedOut} (folded stacks for other tools)`)
 }
 
 main().catch((err) => {
