@@ -18,7 +18,7 @@ const binding = require('./binding')
 const { checkStartOptions, defaultPerfMapPath } = require('./options')
 const { kflameError } = require('./errors')
 const { Profile, makeStats } = require('./profile')
-const { renderSvg } = require('./svg')
+const { renderSvg, renderSvgFile } = require('./svg')
 const { fromFolded } = require('./folded')
 
 let current = null // options of the running profile
@@ -61,4 +61,4 @@ function writePerfMap (path = defaultPerfMapPath()) {
   return { path, lines: binding.writePerfMap(path) }
 }
 
-module.exports = { start, stop, isRunning, writePerfMap, fromFolded, renderSvg, Profile }
+module.exports = { start, stop, isRunning, writePerfMap, fromFolded, renderSvg, renderSvgFile, Profile }

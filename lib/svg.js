@@ -63,4 +63,15 @@ function renderSvg (folded, options) {
   return binding.renderSvg(folded, o)
 }
 
-module.exports = { renderSvg, checkSvgOptions }
+// File to file, all in C: a big folded file never becomes a JS string.
+// -> the same stats as renderSvg.
+function renderSvgFile (inPath, outPath, options) {
+  for (const [name, p] of [['inPath', inPath], ['outPath', outPath]]) {
+    if (typeof p !== 'string' || p === '') throw invalid(`renderSvgFile(inPath, outPath): ${name} must be a non-empty string`)
+  }
+  const o = checkSvgOptions(options)
+  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k]
+  return binding.renderSvgFile(inPath, outPath, o)
+}
+
+module.exports = { renderSvg, renderSvgFile, checkSvgOptions }

@@ -16,6 +16,7 @@
 #include "jithook.h"
 #include "perfmap.h"
 #include "profiler.h"
+#include "readfile.h"
 #include "svg.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -294,31 +295,57 @@ static int get_double(napi_env env, napi_value obj, const char *key,
   return napi_get_value_double(env, v, out) == napi_ok ? 0 : -1;
 }
 
+/* SVG options as lib/svg.js checked them; titles are copied into t. */
+typedef struct svg_texts {
+  char title[1024], subtitle[1024];
+} svg_texts_t;
+
+static int get_svg_opts(napi_env env, napi_value obj, kf_svg_opts_t *o,
+                        svg_texts_t *t) {
+  int has_title = 0, has_subtitle = 0;
+  uint32_t width = 1200;
+  *o = (kf_svg_opts_t){.minwidth = 0.1};
+  if (get_str(env, obj, "title", t->title, sizeof t->title, &has_title) ||
+      get_str(env, obj, "subtitle", t->subtitle, sizeof t->subtitle, &has_subtitle) ||
+      get_u32(env, obj, "width", &width) ||
+      get_double(env, obj, "minwidth", &o->minwidth) ||
+      get_bool(env, obj, "inverted", &o->inverted) ||
+      get_bool(env, obj, "reverse", &o->reverse))
+    return -1;
+  o->width = width;
+  if (has_title) o->title = t->title;
+  if (has_subtitle) o->subtitle = t->subtitle;
+  return 0;
+}
+
+static napi_value svg_stats(napi_env env, const kf_svg_stats_t *st) {
+  napi_value stats;
+  CHECK(env, napi_create_object(env, &stats));
+  CHECK(env, set_num(env, stats, "lines", (double)st->lines));
+  CHECK(env, set_num(env, stats, "badLines", (double)st->bad_lines));
+  CHECK(env, set_num(env, stats, "samples", (double)st->samples));
+  CHECK(env, set_num(env, stats, "frames", (double)st->frames));
+  CHECK(env, set_num(env, stats, "drawn", (double)st->drawn));
+  CHECK(env, set_num(env, stats, "mergedFrames", (double)st->merged_frames));
+  CHECK(env, set_num(env, stats, "mergedSamples", (double)st->merged_samples));
+  return stats;
+}
+
 /* renderSvg(folded, { title, subtitle, width, minwidth, inverted, reverse })
  * -> { svg, stats }. Options arrive checked by lib/. */
 static napi_value js_render_svg(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  char title[1024], subtitle[1024];
-  int has_title = 0, has_subtitle = 0;
-  uint32_t width = 1200;
-  kf_svg_opts_t o = {.minwidth = 0.1};
+  kf_svg_opts_t o;
+  svg_texts_t texts;
   size_t len;
   if (argc < 2 || napi_get_value_string_utf8(env, argv[0], NULL, 0, &len) != napi_ok ||
-      get_str(env, argv[1], "title", title, sizeof title, &has_title) ||
-      get_str(env, argv[1], "subtitle", subtitle, sizeof subtitle, &has_subtitle) ||
-      get_u32(env, argv[1], "width", &width) ||
-      get_double(env, argv[1], "minwidth", &o.minwidth) ||
-      get_bool(env, argv[1], "inverted", &o.inverted) ||
-      get_bool(env, argv[1], "reverse", &o.reverse)) {
+      get_svg_opts(env, argv[1], &o, &texts)) {
     napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG",
                           "renderSvg(folded, options) takes a string and options");
     return NULL;
   }
-  o.width = width;
-  if (has_title) o.title = title;
-  if (has_subtitle) o.subtitle = subtitle;
   char *folded = malloc(len + 1);
   if (!folded) return throw_code(env, -ENOMEM, 0);
   napi_get_value_string_utf8(env, argv[0], folded, len + 1, &len);
@@ -334,16 +361,40 @@ static napi_value js_render_svg(napi_env env, napi_callback_info info) {
   free(svg);
   CHECK(env, s);
   CHECK(env, napi_set_named_property(env, result, "svg", text));
-  CHECK(env, napi_create_object(env, &stats));
-  CHECK(env, set_num(env, stats, "lines", (double)st.lines));
-  CHECK(env, set_num(env, stats, "badLines", (double)st.bad_lines));
-  CHECK(env, set_num(env, stats, "samples", (double)st.samples));
-  CHECK(env, set_num(env, stats, "frames", (double)st.frames));
-  CHECK(env, set_num(env, stats, "drawn", (double)st.drawn));
-  CHECK(env, set_num(env, stats, "mergedFrames", (double)st.merged_frames));
-  CHECK(env, set_num(env, stats, "mergedSamples", (double)st.merged_samples));
+  if (!(stats = svg_stats(env, &st))) return NULL;
   CHECK(env, napi_set_named_property(env, result, "stats", stats));
   return result;
+}
+
+/* renderSvgFile(inPath, outPath, options) -> stats: file to file in C, so
+ * a big profile never becomes a JS string. */
+static napi_value js_render_svg_file(napi_env env, napi_callback_info info) {
+  size_t argc = 3, len;
+  napi_value argv[3];
+  char in[4096], out[4096];
+  kf_svg_opts_t o;
+  svg_texts_t texts;
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 3 || napi_get_value_string_utf8(env, argv[0], in, sizeof in, &len) != napi_ok ||
+      len + 1 >= sizeof in ||
+      napi_get_value_string_utf8(env, argv[1], out, sizeof out, &len) != napi_ok ||
+      len + 1 >= sizeof out || get_svg_opts(env, argv[2], &o, &texts)) {
+    napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG",
+                          "renderSvgFile(inPath, outPath, options) takes two paths and options");
+    return NULL;
+  }
+  char *folded = NULL, *svg = NULL;
+  size_t folded_len = 0, svg_len = 0;
+  kf_svg_stats_t st;
+  int rc = kf_read_file(in, &folded, &folded_len);
+  if (rc) return throw_code(env, -KF_ERR_READ, -rc);
+  rc = kf_svg_render(folded, folded_len, &o, &svg, &svg_len, &st);
+  free(folded);
+  if (rc) return throw_code(env, rc, 0);
+  rc = kf_write_file(out, svg, svg_len);
+  free(svg);
+  if (rc) return throw_code(env, -KF_ERR_WRITE, -rc);
+  return svg_stats(env, &st);
 }
 
 /* Whether this isolate's code events feed the code map. */
@@ -373,6 +424,8 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
       {"jitArmed", NULL, js_jit_armed, NULL, NULL, NULL, napi_default, NULL},
       {"arm", NULL, js_arm, NULL, NULL, NULL, napi_default, NULL},
       {"renderSvg", NULL, js_render_svg, NULL, NULL, NULL, napi_default, NULL},
+      {"renderSvgFile", NULL, js_render_svg_file, NULL, NULL, NULL, napi_default,
+       NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0],
                              props) != napi_ok)

@@ -15,6 +15,8 @@ const char *kf_error_name(int err) {
     case KF_ERR_NO_THREADS: return "KFLAME_ERR_NO_THREADS";
     case KF_ERR_THREAD: return "KFLAME_ERR_THREAD";
     case KF_ERR_PERF_MAP: return "KFLAME_ERR_PERF_MAP";
+    case KF_ERR_READ: return "KFLAME_ERR_READ";
+    case KF_ERR_WRITE: return "KFLAME_ERR_WRITE";
     default: return "KFLAME_ERR_SYSTEM";
   }
 }
@@ -68,6 +70,14 @@ void kf_error_advice(int err, int sys_errno, char *buf, unsigned len) {
       break;
     case KF_ERR_THREAD:
       snprintf(buf, len, "cannot start the collector thread (%s)", why);
+      break;
+    case KF_ERR_READ:
+      snprintf(buf, len, "cannot read the input file (%s). Fix: check the path and its permissions", why);
+      break;
+    case KF_ERR_WRITE:
+      snprintf(buf, len,
+               "cannot write the output file (%s). Fix: pick a path in a writable "
+               "directory, on a file system with room", why);
       break;
     case KF_ERR_PERF_MAP:
       snprintf(buf, len,

@@ -19,6 +19,8 @@ enum {
   KF_ERR_NO_THREADS,       /* /proc/self/task unreadable or empty */
   KF_ERR_THREAD,           /* could not start the collector thread */
   KF_ERR_PERF_MAP,         /* could not write a perf map file */
+  KF_ERR_READ,             /* could not read an input file */
+  KF_ERR_WRITE,            /* could not write an output file */
   KF_ERR_MAX
 };
 

@@ -11,14 +11,30 @@ typedef struct span {
   size_t len;
 } span_t;
 
+/* A slot of the child table: the node and its hash, so a probe rarely
+ * touches a node (or its name in the text) that is not the one sought. */
+typedef struct slot {
+  uint32_t id; /* node index + 1; 0 empty */
+  uint32_t hash;
+} slot_t;
+
 /* Child lookup: open addressing over (parent, name). */
 typedef struct builder {
   span_t *spans; /* the frames of the line being added */
   size_t spans_cap;
+  /* The previous line's path: folded text is usually sorted, so a line
+   * shares a long prefix with the one before, found without hashing. */
+  span_t *prev;
+  uint32_t *prev_ids;
+  size_t nprev, prev_cap, prev_ids_cap;
   kf_flametree_t *t;
   size_t cap;
-  uint32_t *slots; /* node index + 1; 0 empty */
+  slot_t *slots;
   size_t nslots;
+  uint64_t *hashes; /* per node: rehashing must not reread the names */
+  size_t hashes_cap;
+  unsigned char *indexed; /* per node: its children are in the table */
+  size_t indexed_cap, nindexed;
   uint32_t *last_child; /* per node: the child added last, to append */
   size_t last_cap;
 } builder_t;
@@ -31,13 +47,13 @@ static uint64_t hash(uint32_t parent, const char *s, size_t n) {
 
 static int rehash(builder_t *b) {
   size_t n = b->nslots ? b->nslots * 2 : 1024;
-  uint32_t *slots = calloc(n, sizeof(*slots));
+  slot_t *slots = calloc(n, sizeof(*slots));
   if (!slots) return -ENOMEM;
-  for (size_t i = 1; i < b->t->count; i++) {
-    const kf_ftnode_t *x = &b->t->nodes[i];
-    size_t s = hash(x->parent, x->name, x->name_len) & (n - 1);
-    while (slots[s]) s = (s + 1) & (n - 1);
-    slots[s] = (uint32_t)i + 1;
+  for (size_t i = 0; i < b->nslots; i++) {
+    if (!b->slots[i].id) continue;
+    size_t s = b->hashes[b->slots[i].id - 1] & (n - 1);
+    while (slots[s].id) s = (s + 1) & (n - 1);
+    slots[s] = b->slots[i];
   }
   free(b->slots);
   b->slots = slots;
@@ -45,19 +61,49 @@ static int rehash(builder_t *b) {
   return 0;
 }
 
+/* Enters node `id` (hash h) into the child table. */
+static int slot_put(builder_t *b, uint32_t id, uint64_t h) {
+  if ((b->nindexed + 1) * 2 > b->nslots && rehash(b)) return -ENOMEM;
+  size_t s = h & (b->nslots - 1);
+  while (b->slots[s].id) s = (s + 1) & (b->nslots - 1);
+  b->slots[s] = (slot_t){id + 1, (uint32_t)(h >> 32)};
+  b->hashes[id] = h;
+  b->nindexed++;
+  return 0;
+}
+
+/* The children of a node enter the table only when a line looks one up
+ * while it has some: a path seen once (most of a big profile's leaves)
+ * never costs a random access into the table. */
+static int index_children(builder_t *b, uint32_t parent) {
+  const kf_ftnode_t *nodes = b->t->nodes;
+  for (uint32_t c = nodes[parent].first_child; c; c = nodes[c].next_sibling)
+    if (slot_put(b, c, hash(parent, nodes[c].name, nodes[c].name_len))) return -ENOMEM;
+  b->indexed[parent] = 1;
+  return 0;
+}
+
 /* The child of `parent` named name[0..n), added when new; -1: no memory. */
 static long child(builder_t *b, uint32_t parent, const char *name, size_t n) {
   kf_flametree_t *t = b->t;
-  if ((t->count + 1) * 2 > b->nslots && rehash(b)) return -1;
-  size_t s = hash(parent, name, n) & (b->nslots - 1);
-  for (; b->slots[s]; s = (s + 1) & (b->nslots - 1)) {
-    const kf_ftnode_t *x = &t->nodes[b->slots[s] - 1];
-    if (x->parent == parent && x->name_len == n && memcmp(x->name, name, n) == 0)
-      return (long)(b->slots[s] - 1);
+  uint64_t h = 0;
+  if (t->nodes[parent].first_child) {
+    if (!b->indexed[parent] && index_children(b, parent)) return -1;
+    h = hash(parent, name, n);
+    for (size_t s = h & (b->nslots - 1); b->slots[s].id; s = (s + 1) & (b->nslots - 1)) {
+      if (b->slots[s].hash != (uint32_t)(h >> 32)) continue;
+      const kf_ftnode_t *x = &t->nodes[b->slots[s].id - 1];
+      if (x->parent == parent && x->name_len == n && memcmp(x->name, name, n) == 0)
+        return (long)(b->slots[s].id - 1);
+    }
   }
   if (kf_grow((void **)&t->nodes, &b->cap, t->count + 1, sizeof(*t->nodes), 1024) ||
       kf_grow((void **)&b->last_child, &b->last_cap, t->count + 1,
-              sizeof(*b->last_child), 1024))
+              sizeof(*b->last_child), 1024) ||
+      kf_grow((void **)&b->hashes, &b->hashes_cap, t->count + 1,
+              sizeof(*b->hashes), 1024) ||
+      kf_grow((void **)&b->indexed, &b->indexed_cap, t->count + 1,
+              sizeof(*b->indexed), 1024))
     return -1;
   uint32_t id = (uint32_t)t->count++;
   kf_ftnode_t *x = &t->nodes[id];
@@ -68,10 +114,11 @@ static long child(builder_t *b, uint32_t parent, const char *name, size_t n) {
   x->depth = t->nodes[parent].depth + 1;
   if (x->depth > t->max_depth) t->max_depth = x->depth;
   b->last_child[id] = 0;
+  b->indexed[id] = 0;
   if (b->last_child[parent]) t->nodes[b->last_child[parent]].next_sibling = id;
   else t->nodes[parent].first_child = id;
   b->last_child[parent] = id;
-  b->slots[s] = id + 1;
+  if (b->indexed[parent] && slot_put(b, id, h)) return -1;
   return id;
 }
 
@@ -106,15 +153,24 @@ static int add_line(builder_t *b, const char *s, size_t n, uint64_t count,
     start += len + 1;
   }
   kf_flametree_t *t = b->t;
+  if (kf_grow((void **)&b->prev, &b->prev_cap, nf, sizeof(*b->prev), 64) ||
+      kf_grow((void **)&b->prev_ids, &b->prev_ids_cap, nf, sizeof(*b->prev_ids), 64))
+    return -ENOMEM;
   uint32_t at = 0;
   t->nodes[0].total += count;
+  int same = 1; /* still on the previous line's path */
   for (size_t k = 0; k < nf; k++) {
     const span_t *f = &b->spans[reverse ? nf - 1 - k : k];
-    long id = child(b, at, f->name, f->len);
+    same = same && k < b->nprev && b->prev[k].len == f->len &&
+           memcmp(b->prev[k].name, f->name, f->len) == 0;
+    long id = same ? (long)b->prev_ids[k] : child(b, at, f->name, f->len);
     if (id < 0) return -ENOMEM;
     at = (uint32_t)id;
     t->nodes[at].total += count;
+    b->prev[k] = *f;
+    b->prev_ids[k] = at;
   }
+  b->nprev = nf;
   t->nodes[at].self += count;
   return 0;
 }
@@ -160,12 +216,15 @@ int kf_flametree_parse(kf_flametree_t *t, const char *text, size_t len,
   builder_t b = {.t = t};
   int rc = -ENOMEM;
   if (kf_grow((void **)&t->nodes, &b.cap, 1, sizeof(*t->nodes), 1024) ||
-      kf_grow((void **)&b.last_child, &b.last_cap, 1, sizeof(*b.last_child), 1024))
+      kf_grow((void **)&b.last_child, &b.last_cap, 1, sizeof(*b.last_child), 1024) ||
+      kf_grow((void **)&b.hashes, &b.hashes_cap, 1, sizeof(*b.hashes), 1024) ||
+      kf_grow((void **)&b.indexed, &b.indexed_cap, 1, sizeof(*b.indexed), 1024))
     goto out;
   memset(&t->nodes[0], 0, sizeof(t->nodes[0]));
   t->nodes[0].name = "all";
   t->nodes[0].name_len = 3;
   b.last_child[0] = 0;
+  b.indexed[0] = 0;
   t->count = 1;
   for (size_t pos = 0; pos < len;) {
     const char *nl = memchr(text + pos, '\n', len - pos);
@@ -187,6 +246,10 @@ out:
   free(b.slots);
   free(b.last_child);
   free(b.spans);
+  free(b.prev);
+  free(b.prev_ids);
+  free(b.hashes);
+  free(b.indexed);
   if (rc) kf_flametree_free(t);
   return rc;
 }

@@ -8,19 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "readfile.h"
+
 void kf_perfmap_default_path(char *buf, size_t cap) {
   snprintf(buf, cap, "/tmp/perf-%d.map", (int)getpid());
-}
-
-static int write_all(int fd, const char *p, size_t n) {
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return -errno;
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
 }
 
 long kf_perfmap_write(kf_codemap_t *map, const char *path) {
@@ -36,15 +27,9 @@ long kf_perfmap_write(kf_codemap_t *map, const char *path) {
     free(text);
     return -ENOMEM;
   }
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    rc = -errno;
-  } else {
-    rc = write_all(fd, text, len);
-    if (close(fd) != 0 && rc == 0) rc = -errno;
-    if (rc == 0 && rename(tmp, path) != 0) rc = -errno;
-    if (rc != 0) unlink(tmp);
-  }
+  rc = kf_write_file(tmp, text, len);
+  if (rc == 0 && rename(tmp, path) != 0) rc = -errno;
+  if (rc != 0) unlink(tmp);
   free(tmp);
   free(text);
   return rc ? rc : lines;

@@ -3,12 +3,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int kf_read_file(const char *path, char **text, size_t *len) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -errno;
-  size_t cap = 64 * 1024, n = 0;
+  /* A regular file says its size: one allocation, one pass. */
+  struct stat st;
+  size_t cap = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0
+                   ? (size_t)st.st_size + 1
+                   : 64 * 1024,
+         n = 0;
   char *buf = malloc(cap + 1);
   int rc = 0;
   if (!buf) {
@@ -41,5 +47,23 @@ int kf_read_file(const char *path, char **text, size_t *len) {
 out:
   free(buf);
   close(fd);
+  return rc;
+}
+
+int kf_write_file(const char *path, const char *data, size_t len) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return -errno;
+  int rc = 0;
+  while (len && rc == 0) {
+    ssize_t w = write(fd, data, len);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      rc = -errno;
+    } else {
+      data += w;
+      len -= (size_t)w;
+    }
+  }
+  if (close(fd) != 0 && rc == 0) rc = -errno;
   return rc;
 }

@@ -1,6 +1,7 @@
 /*
- * readfile: reads a whole file into memory, for /proc files whose size stat()
- * does not tell. Any thread.
+ * readfile: whole files in and out of memory: reads that work for /proc
+ * files whose size stat() does not tell, writes that finish or fail whole.
+ * Any thread.
  */
 #ifndef KF_READFILE_H
 #define KF_READFILE_H
@@ -10,5 +11,10 @@
 /* On success *text is a malloc'd, NUL-terminated buffer of *len bytes.
  * Returns 0, -ENOMEM or -errno of open/read. */
 int kf_read_file(const char *path, char **text, size_t *len);
+
+/* Creates or truncates `path` (mode 0644) and writes len bytes. Returns 0
+ * or -errno; a failed write leaves a partial file (callers that need
+ * atomicity write a temporary file and rename it). */
+int kf_write_file(const char *path, const char *data, size_t len);
 
 #endif

@@ -83,10 +83,23 @@ static size_t chars(const char *s, size_t n) {
 
 /* Writes at most max_chars characters of s, escaped for XML text and
  * attributes; invalid UTF-8 and control characters become U+FFFD / '?'. */
+static int plain(unsigned char c) {
+  return c >= 0x20 && c < 0x7f && c != '&' && c != '<' && c != '>' && c != '"' &&
+         c != '\'';
+}
+
 static void put_escaped(buf_t *b, const char *s, size_t n, size_t max_chars) {
   size_t done = 0;
   for (size_t i = 0; i < n && done < max_chars; done++) {
     unsigned char c = (unsigned char)s[i];
+    if (plain(c)) { /* a run of characters that need nothing: one copy */
+      size_t j = i + 1;
+      while (j < n && j - i < max_chars - done && plain((unsigned char)s[j])) j++;
+      put(b, s + i, j - i);
+      done += j - i - 1;
+      i = j;
+      continue;
+    }
     if (c < 0x80) {
       switch (c) {
         case '&': puts_(b, "&amp;"); break;

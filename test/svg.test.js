@@ -82,3 +82,18 @@ t.test('a real profile renders, parses and reads back', async (t) => {
   const lines = profile.folded.split('\n').length - 1
   t.ok(profile.samples.line.every((l) => l < lines))
 })
+
+t.test('renderSvgFile: file to file, same output, clear errors', async (t) => {
+  const os = require('node:os')
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-svg-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const input = path.join(GOLDEN, 'profile.folded')
+  const out = path.join(dir, 'out.svg')
+  const stats = kflame.renderSvgFile(input, out, { title: 'T' })
+  const direct = kflame.renderSvg(fs.readFileSync(input, 'utf8'), { title: 'T' })
+  t.equal(fs.readFileSync(out, 'utf8'), direct.svg)
+  t.same(stats, direct.stats)
+  t.throws(() => kflame.renderSvgFile(path.join(dir, 'missing.folded'), out), { code: 'KFLAME_ERR_READ' })
+  t.throws(() => kflame.renderSvgFile(input, path.join(dir, 'no', 'such', 'dir.svg')), { code: 'KFLAME_ERR_WRITE' })
+  t.throws(() => kflame.renderSvgFile('', out), { code: 'KFLAME_ERR_INVALID_ARG' })
+})
