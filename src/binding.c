@@ -63,25 +63,38 @@ static napi_value throw_code(napi_env env, int rc, int sys_errno) {
   return NULL;
 }
 
+/* obj[key] into *v: 1 when set, 0 when undefined (the default stays), -1
+ * when it cannot be read. */
+static int get_prop(napi_env env, napi_value obj, const char *key,
+                    napi_value *v) {
+  napi_valuetype t;
+  if (napi_get_named_property(env, obj, key, v) != napi_ok ||
+      napi_typeof(env, *v, &t) != napi_ok)
+    return -1;
+  return t != napi_undefined;
+}
+
 static int get_u32(napi_env env, napi_value obj, const char *key,
                    uint32_t *out) {
   napi_value v;
-  napi_valuetype t;
-  if (napi_get_named_property(env, obj, key, &v) != napi_ok ||
-      napi_typeof(env, v, &t) != napi_ok)
-    return -1;
-  if (t == napi_undefined) return 0;
+  int set = get_prop(env, obj, key, &v);
+  if (set <= 0) return set;
   return napi_get_value_uint32(env, v, out) == napi_ok ? 0 : -1;
+}
+
+static int get_double(napi_env env, napi_value obj, const char *key,
+                      double *out) {
+  napi_value v;
+  int set = get_prop(env, obj, key, &v);
+  if (set <= 0) return set;
+  return napi_get_value_double(env, v, out) == napi_ok ? 0 : -1;
 }
 
 static int get_bool(napi_env env, napi_value obj, const char *key, int *out) {
   napi_value v;
-  napi_valuetype t;
   bool b;
-  if (napi_get_named_property(env, obj, key, &v) != napi_ok ||
-      napi_typeof(env, v, &t) != napi_ok)
-    return -1;
-  if (t == napi_undefined) return 0;
+  int set = get_prop(env, obj, key, &v);
+  if (set <= 0) return set;
   if (napi_get_value_bool(env, v, &b) != napi_ok) return -1;
   *out = b;
   return 0;
@@ -91,17 +104,12 @@ static int get_bool(napi_env env, napi_value obj, const char *key, int *out) {
 static int get_str(napi_env env, napi_value obj, const char *key, char *buf,
                    size_t cap, int *set) {
   napi_value v;
-  napi_valuetype t;
   size_t len;
-  *set = 0;
-  if (napi_get_named_property(env, obj, key, &v) != napi_ok ||
-      napi_typeof(env, v, &t) != napi_ok)
-    return -1;
-  if (t == napi_undefined) return 0;
+  *set = get_prop(env, obj, key, &v);
+  if (*set <= 0) return *set < 0 ? -1 : 0;
   if (napi_get_value_string_utf8(env, v, buf, cap, &len) != napi_ok ||
       len + 1 >= cap)
     return -1;
-  *set = 1;
   return 0;
 }
 
@@ -284,17 +292,6 @@ static napi_value js_write_perf_map(napi_env env, napi_callback_info info) {
   return result;
 }
 
-static int get_double(napi_env env, napi_value obj, const char *key,
-                      double *out) {
-  napi_value v;
-  napi_valuetype t;
-  if (napi_get_named_property(env, obj, key, &v) != napi_ok ||
-      napi_typeof(env, v, &t) != napi_ok)
-    return -1;
-  if (t == napi_undefined) return 0;
-  return napi_get_value_double(env, v, out) == napi_ok ? 0 : -1;
-}
-
 /* SVG options as lib/svg.js checked them; titles are copied into t. */
 typedef struct svg_texts {
   char title[1024], subtitle[1024];
@@ -383,13 +380,14 @@ static napi_value js_render_svg_file(napi_env env, napi_callback_info info) {
                           "renderSvgFile(inPath, outPath, options) takes two paths and options");
     return NULL;
   }
-  char *folded = NULL, *svg = NULL;
+  const char *folded = NULL;
+  char *svg = NULL;
   size_t folded_len = 0, svg_len = 0;
   kf_svg_stats_t st;
-  int rc = kf_read_file(in, &folded, &folded_len);
+  int rc = kf_map_file(in, &folded, &folded_len);
   if (rc) return throw_code(env, -KF_ERR_READ, -rc);
-  rc = kf_svg_render(folded, folded_len, &o, &svg, &svg_len, &st);
-  free(folded);
+  rc = kf_svg_render(folded ? folded : "", folded_len, &o, &svg, &svg_len, &st);
+  kf_unmap_file(folded, folded_len);
   if (rc) return throw_code(env, rc, 0);
   rc = kf_write_file(out, svg, svg_len);
   free(svg);

@@ -134,24 +134,23 @@ static uint64_t split_count(const char *line, size_t n, size_t *frames_len) {
   return count;
 }
 
-static int valid_frames(const char *s, size_t n) {
-  if (n == 0 || s[0] == ';' || s[n - 1] == ';') return 0;
-  for (size_t i = 1; i < n; i++)
-    if (s[i] == ';' && s[i - 1] == ';') return 0;
-  return 1;
-}
-
-static int add_line(builder_t *b, const char *s, size_t n, uint64_t count,
-                    int reverse) {
+/* Splits "frame;frame;..." into b->spans. Returns the number of frames, 0
+ * when one is empty (a bad line), or -ENOMEM. */
+static long split_frames(builder_t *b, const char *s, size_t n) {
   size_t nf = 0;
   for (size_t start = 0; start <= n; nf++) {
     const char *semi = memchr(s + start, ';', n - start);
     size_t len = semi ? (size_t)(semi - (s + start)) : n - start;
+    if (len == 0) return 0;
     if (kf_grow((void **)&b->spans, &b->spans_cap, nf + 1, sizeof(*b->spans), 64))
       return -ENOMEM;
     b->spans[nf] = (span_t){s + start, len};
     start += len + 1;
   }
+  return (long)nf;
+}
+
+static int add_line(builder_t *b, size_t nf, uint64_t count, int reverse) {
   kf_flametree_t *t = b->t;
   if (kf_grow((void **)&b->prev, &b->prev_cap, nf, sizeof(*b->prev), 64) ||
       kf_grow((void **)&b->prev_ids, &b->prev_ids_cap, nf, sizeof(*b->prev_ids), 64))
@@ -235,11 +234,13 @@ int kf_flametree_parse(kf_flametree_t *t, const char *text, size_t len,
     t->lines++;
     size_t frames_len = 0;
     uint64_t count = split_count(line, n, &frames_len);
-    if (count == 0 || !valid_frames(line, frames_len)) {
+    long nf = count ? split_frames(&b, line, frames_len) : 0;
+    if (nf < 0) goto out;
+    if (nf == 0) {
       t->bad_lines++;
       continue;
     }
-    if (add_line(&b, line, frames_len, count, reverse)) goto out;
+    if (add_line(&b, (size_t)nf, count, reverse)) goto out;
   }
   rc = sort_children(t);
 out:

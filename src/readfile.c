@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -66,4 +67,32 @@ int kf_write_file(const char *path, const char *data, size_t len) {
   }
   if (close(fd) != 0 && rc == 0) rc = -errno;
   return rc;
+}
+
+int kf_map_file(const char *path, const char **data, size_t *len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  struct stat st;
+  int rc = 0;
+  *data = NULL;
+  *len = 0;
+  if (fstat(fd, &st) != 0) {
+    rc = -errno;
+  } else if (!S_ISREG(st.st_mode)) {
+    rc = -EINVAL;
+  } else if (st.st_size > 0) {
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (p == MAP_FAILED) {
+      rc = -errno;
+    } else {
+      *data = p;
+      *len = (size_t)st.st_size;
+    }
+  }
+  close(fd);
+  return rc;
+}
+
+void kf_unmap_file(const char *data, size_t len) {
+  if (data) munmap((void *)data, len);
 }
