@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,10 @@
 
 struct kf_profiler {
   kf_symbolizer_t *symbolizer; /* kept across sessions: ELF tables are costly */
+  /* The first session loads the ELF tables and kallsyms on a thread of its
+   * own while it samples, so its stop() only names. */
+  pthread_t preload;
+  int preloading, preloaded;
   kf_sampler_t *sampler;
   kf_collector_t *collector;
   kf_profile_opts_t opts;
@@ -56,6 +61,37 @@ kf_profiler_t *kf_profiler_new(void) {
   return p;
 }
 
+typedef struct preload_job {
+  kf_symbolizer_t *symbolizer;
+  int kernel;
+} preload_job_t;
+
+static preload_job_t preload_job;
+
+static void *preload_symbols(void *arg) {
+  preload_job_t *job = arg;
+  kf_symbolizer_preload(job->symbolizer, job->kernel);
+  return NULL;
+}
+
+/* Hands the symbolizer back to the JS thread. */
+static void join_preload(kf_profiler_t *p) {
+  if (!p->preloading) return;
+  pthread_join(p->preload, NULL);
+  p->preloading = 0;
+  p->preloaded = 1;
+}
+
+static void start_preload(kf_profiler_t *p, int kernel) {
+  if (p->preloaded || p->preloading) return;
+  preload_job = (preload_job_t){p->symbolizer, kernel};
+  /* Without a thread, stop() loads the tables itself, as it always could. */
+  if (pthread_create(&p->preload, NULL, preload_symbols, &preload_job) == 0) {
+    pthread_setname_np(p->preload, "kflame-symbols");
+    p->preloading = 1;
+  }
+}
+
 static void close_session(kf_profiler_t *p) {
   if (p->collector) kf_collector_free(p->collector);
   if (p->sampler) kf_sampler_close(p->sampler);
@@ -68,6 +104,7 @@ static void close_session(kf_profiler_t *p) {
 
 void kf_profiler_free(kf_profiler_t *p) {
   if (!p) return;
+  join_preload(p);
   if (p->sampler) {
     kf_sampler_disable(p->sampler);
     kf_collector_stop(p->collector);
@@ -106,8 +143,10 @@ int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
     *sys_errno = errno;
     p->collector = NULL;
     close_session(p);
+    return rc;
   }
-  return rc;
+  start_preload(p, kf_sampler_info(p->sampler)->kernel);
+  return 0;
 }
 
 /* The outermost frame of a stack that is not C library start-up code
@@ -235,6 +274,7 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
   p->sampler = NULL;
 
   const kf_stacks_t *stacks = kf_collector_stacks(p->collector);
+  join_preload(p);
   fold_ctx_t ctx = {.symbolizer = p->symbolizer,
                     .jit = kf_collector_jitframes(p->collector),
                     .keep_tiers = p->opts.keep_tiers};

@@ -144,14 +144,26 @@ static char *user_name(kf_symbolizer_t *s, uint64_t ip) {
   return out;
 }
 
-static char *kernel_name(kf_symbolizer_t *s, uint64_t ip) {
-  if (!s->kernel_tried) {
-    s->kernel_tried = 1;
-    if (kf_kallsyms_load(&s->kernel, &s->kernel_hidden) != 0) {
-      s->kernel = NULL;
-      s->kernel_hidden = 1;
-    }
+static void load_kernel(kf_symbolizer_t *s) {
+  if (s->kernel_tried) return;
+  s->kernel_tried = 1;
+  if (kf_kallsyms_load(&s->kernel, &s->kernel_hidden) != 0) {
+    s->kernel = NULL;
+    s->kernel_hidden = 1;
   }
+}
+
+void kf_symbolizer_preload(kf_symbolizer_t *s, int kernel) {
+  if (kf_symbolizer_begin(s) != 0) return;
+  for (size_t i = 0; i < s->maps.count; i++) {
+    const kf_mapping_t *m = &s->maps.maps[i];
+    if (m->exec && m->path[0] == '/') object_for(s, m);
+  }
+  if (kernel) load_kernel(s);
+}
+
+static char *kernel_name(kf_symbolizer_t *s, uint64_t ip) {
+  load_kernel(s);
   if (s->kernel_hidden || !s->kernel) return strdup("[kernel]_[k]");
   const kf_sym_t *sym = kf_symtab_lookup(s->kernel, ip);
   if (!sym) return strdup("[unknown]_[k]");

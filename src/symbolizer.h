@@ -8,8 +8,10 @@
  *   anonymous code  -> "[jit]_[j]" (V8's code space; named by the code map)
  *   nothing mapped  -> "[unknown]"
  *
- * ELF tables and kallsyms are loaded on first use and kept across profiles;
- * the address map is re-read by begin(). Used on the JS thread only.
+ * ELF tables and kallsyms are loaded on first use (or by preload) and kept
+ * across profiles; the address map is re-read by begin(). Used by one
+ * thread at a time: the JS thread, or the preload thread while the JS
+ * thread leaves the symbolizer alone (the profiler joins it first).
  */
 #ifndef KF_SYMBOLIZER_H
 #define KF_SYMBOLIZER_H
@@ -24,6 +26,11 @@ void kf_symbolizer_free(kf_symbolizer_t *s);
 /* Snapshots /proc/self/maps and forgets names handed out before. Returns 0
  * or a negative errno. */
 int kf_symbolizer_begin(kf_symbolizer_t *s);
+
+/* Loads the ELF tables of every executable file mapped now, and kallsyms
+ * when `kernel`, so that naming at stop() finds them ready. Errors are
+ * left for naming to meet (and fall back from) again. */
+void kf_symbolizer_preload(kf_symbolizer_t *s, int kernel);
 
 /* The frame's name, valid until the next begin(). Never NULL (an
  * out-of-memory condition yields "[unknown]"). */
