@@ -30,13 +30,13 @@ const { fork, execFile, execFileSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
+const { median, startInspectorProfiler } = require('./common')
 
 const MODES = ['none', 'kflame-99', 'kflame-999', 'v8-inspector', 'cpu-prof']
 const CONNECTIONS = 10
 // A query the handler has to take apart; the response is ~2 KB of JSON.
 const REQUEST_PATH = '/api/items?user=4217&q=red+shoes+size-42&n=16&sort=price'
 
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] }
 const nowUs = () => Number(process.hrtime.bigint() / 1000n)
 
 // --- the server (child) --------------------------------------------------------
@@ -72,7 +72,6 @@ function child (mode) {
   // V8's code-event hook, and `none` should include that, so the other modes
   // differ from it only by profiling.
   const kflame = require('..')
-  const inspector = require('node:inspector')
   const http = require('node:http')
   let served = 0
   const server = http.createServer((req, res) => { handler(req, res); served++ })
@@ -91,10 +90,7 @@ function child (mode) {
       }
       if (mode.startsWith('kflame-')) kflame.start({ hz: Number(mode.slice(7)) })
       if (mode === 'v8-inspector') {
-        session = new inspector.Session()
-        session.connect()
-        session.post('Profiler.enable')
-        session.post('Profiler.start')
+        session = startInspectorProfiler()
       }
       const startMs = Number(process.hrtime.bigint() - t) / 1e6
       win = { startMs, t0Us: nowUs(), cpu0: process.cpuUsage(), rss0: process.memoryUsage.rss(), served0: served }

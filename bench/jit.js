@@ -21,10 +21,10 @@ const { execFileSync, spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
+const { median } = require('./common')
 
 const ROOT = path.join(__dirname, '..')
 const FIXTURE = path.join(ROOT, 'test', 'fixtures', 'code-reuse.js')
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] }
 
 let serial = 0
 // Indirect eval rather than vm.runInThisContext, which Node keeps alive:

@@ -12,6 +12,7 @@ const { execFileSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
+const { median, startInspectorProfiler } = require('./common')
 
 const MODES = ['none', 'kflame-99', 'kflame-999', 'v8-inspector']
 
@@ -32,13 +33,12 @@ function workload () {
 
 function child (mode) {
   const kflame = require('..')
-  const inspector = require('node:inspector')
   workload() // warm up the JIT before measuring
   // A process's first profile also loads the ELF symbol tables and kallsyms
   // (on a background thread, so its stop() only names); later profiles find
   // them cached. Both are measured: the first, then the steady state.
-  const first = profileOnce(mode, kflame, inspector)
-  const later = profileOnce(mode, kflame, inspector)
+  const first = profileOnce(mode, kflame)
+  const later = profileOnce(mode, kflame)
   return {
     mode,
     workMs: later.workMs,
@@ -51,15 +51,12 @@ function child (mode) {
   }
 }
 
-function profileOnce (mode, kflame, inspector) {
+function profileOnce (mode, kflame) {
   let session
   const t0 = process.hrtime.bigint()
   if (mode.startsWith('kflame-')) kflame.start({ hz: Number(mode.slice(7)) })
   if (mode === 'v8-inspector') {
-    session = new inspector.Session()
-    session.connect()
-    session.post('Profiler.enable')
-    session.post('Profiler.start')
+    session = startInspectorProfiler()
   }
   const started = process.hrtime.bigint()
   const cpu0 = process.cpuUsage()
@@ -83,7 +80,6 @@ function profileOnce (mode, kflame, inspector) {
   }
 }
 
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] }
 
 function main () {
   const args = process.argv.slice(2)

@@ -27,10 +27,10 @@ const crypto = require('node:crypto')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
+const { median } = require('./common')
 
 const ROOT = path.join(__dirname, '..')
 const TIME = '/usr/bin/time'
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] }
 
 // --- synthetic profiles ----------------------------------------------------
 

@@ -51,7 +51,10 @@ function checkSvgOptions (options) {
   for (const name of ['inverted', 'reverse']) {
     if (typeof o[name] !== 'boolean') throw invalid(`svg(options): ${name} must be a boolean`)
   }
-  return { ...o, minwidth }
+  // Unset titles stay out: the C side's defaults apply.
+  const checked = { ...o, minwidth }
+  for (const k of Object.keys(checked)) if (checked[k] === undefined) delete checked[k]
+  return checked
 }
 
 // folded text -> { svg, stats: { lines, badLines, samples, frames, drawn,
@@ -59,7 +62,6 @@ function checkSvgOptions (options) {
 function renderSvg (folded, options) {
   if (typeof folded !== 'string') throw invalid('renderSvg(folded): folded must be a string')
   const o = checkSvgOptions(options)
-  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k]
   return binding.renderSvg(folded, o)
 }
 
@@ -70,7 +72,6 @@ function renderSvgFile (inPath, outPath, options) {
     if (typeof p !== 'string' || p === '') throw invalid(`renderSvgFile(inPath, outPath): ${name} must be a non-empty string`)
   }
   const o = checkSvgOptions(options)
-  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k]
   return binding.renderSvgFile(inPath, outPath, o)
 }
 

@@ -44,6 +44,12 @@ static isolate_hook_t *hook_of(napi_env env) {
   return napi_get_instance_data(env, &data) == napi_ok ? data : NULL;
 }
 
+/* Arms the calling isolate when KFLAME_JIT=lazy left it unarmed. */
+static void arm_env(napi_env env) {
+  isolate_hook_t *hook = hook_of(env);
+  if (hook) arm(hook);
+}
+
 #define CHECK(env, call)                                                  \
   do {                                                                    \
     if ((call) != napi_ok) {                                              \
@@ -142,8 +148,7 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
   if (jit) {
     /* Armed at load unless KFLAME_JIT=lazy: then the first start() on this
      * isolate pays for reporting the code that exists. */
-    isolate_hook_t *hook = hook_of(env);
-    if (hook) arm(hook);
+    arm_env(env);
     opts.codemap = kf_jithook_map();
   }
   if (perf_map) opts.perf_map = perf_map_path;
@@ -283,8 +288,7 @@ static napi_value js_write_perf_map(napi_env env, napi_callback_info info) {
                           "writePerfMap() takes a path");
     return NULL;
   }
-  isolate_hook_t *hook = hook_of(env);
-  if (hook) arm(hook);
+  arm_env(env);
   kf_codemap_t *map = kf_jithook_map();
   long lines = map ? kf_perfmap_write(map, path) : -ENOMEM;
   if (lines < 0) return throw_code(env, -KF_ERR_PERF_MAP, (int)-lines);
@@ -407,8 +411,7 @@ static napi_value js_jit_armed(napi_env env, napi_callback_info info) {
 /* arm(): install the code-event hook on this isolate now. */
 static napi_value js_arm(napi_env env, napi_callback_info info) {
   (void)info;
-  isolate_hook_t *hook = hook_of(env);
-  if (hook) arm(hook);
+  arm_env(env);
   return NULL;
 }
 

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "error.h"
 #include "grow.h"
 #include "perfmap.h"
@@ -207,12 +207,6 @@ static void drain_all(kf_collector_t *c) {
   for (size_t i = 0; i < n; i++) kf_ring_drain(&rings[i], on_record, c);
 }
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* Every sample stamped before the drain began has been processed: code
  * that died before then can no longer name one. */
 static void after_drain(kf_collector_t *c, uint64_t drain_began) {
@@ -264,7 +258,7 @@ static void *run(void *arg) {
       uint64_t v;
       stopping = read(c->wake_fd, &v, sizeof v) == sizeof v;
     }
-    uint64_t drain_began = now_ns();
+    uint64_t drain_began = kf_now_ns();
     drain_all(c);
     after_drain(c, drain_began);
   }

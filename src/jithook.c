@@ -2,8 +2,8 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <time.h>
 
+#include "clock.h"
 #include "jitname.h"
 
 /* Longer names are cut: a frame name this long is unreadable anyway, and
@@ -21,12 +21,6 @@ kf_codemap_t *kf_jithook_map(void) {
   return map;
 }
 
-uint64_t kf_jithook_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void kf_jithook_added(uintptr_t isolate, uintptr_t start, size_t len,
                       const char *v8name, size_t name_len, int existing) {
   kf_codemap_t *m = kf_jithook_map();
@@ -34,19 +28,19 @@ void kf_jithook_added(uintptr_t isolate, uintptr_t start, size_t len,
   char tier;
   kf_jitname(v8name, name_len, name, sizeof name, &tier);
   if (!m || kf_codemap_add(m, start, len, name, tier, isolate,
-                           existing ? 0 : kf_jithook_now()) != 0)
+                           existing ? 0 : kf_now_ns()) != 0)
     atomic_fetch_add(&dropped, 1);
 }
 
 void kf_jithook_moved(uintptr_t from, uintptr_t to) {
   kf_codemap_t *m = kf_jithook_map();
-  if (!m || kf_codemap_move(m, from, to, kf_jithook_now()) != 0)
+  if (!m || kf_codemap_move(m, from, to, kf_now_ns()) != 0)
     atomic_fetch_add(&dropped, 1);
 }
 
 void kf_jithook_forget(uintptr_t isolate) {
   kf_codemap_t *m = kf_jithook_map();
-  if (m) kf_codemap_drop_owner(m, isolate, kf_jithook_now());
+  if (m) kf_codemap_drop_owner(m, isolate, kf_now_ns());
 }
 
 uint64_t kf_jithook_dropped(void) { return atomic_load(&dropped); }

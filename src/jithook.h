@@ -23,9 +23,6 @@ extern "C" {
 /* The map, created on first use; NULL when out of memory. Any thread. */
 kf_codemap_t *kf_jithook_map(void);
 
-/* CLOCK_MONOTONIC in nanoseconds, the clock perf samples carry. */
-uint64_t kf_jithook_now(void);
-
 /* Code events, from the shim. `existing`: reported while the handler was
  * being installed (the code has been there since before any sample). */
 void kf_jithook_added(uintptr_t isolate, uintptr_t start, size_t len,

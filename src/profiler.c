@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "collector.h"
 #include "error.h"
 #include "folded.h"
@@ -25,6 +25,7 @@ struct kf_profiler {
    * own while it samples, so its stop() only names. */
   pthread_t preload;
   int preloading, preloaded;
+  int preload_kernel; /* read by the preload thread: kallsyms too */
   kf_sampler_t *sampler;
   kf_collector_t *collector;
   kf_profile_opts_t opts;
@@ -46,12 +47,6 @@ typedef struct fold_ctx {
   size_t nroots;
 } fold_ctx_t;
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 kf_profiler_t *kf_profiler_new(void) {
   kf_profiler_t *p = calloc(1, sizeof(*p));
   if (p && !(p->symbolizer = kf_symbolizer_new())) {
@@ -61,16 +56,9 @@ kf_profiler_t *kf_profiler_new(void) {
   return p;
 }
 
-typedef struct preload_job {
-  kf_symbolizer_t *symbolizer;
-  int kernel;
-} preload_job_t;
-
-static preload_job_t preload_job;
-
 static void *preload_symbols(void *arg) {
-  preload_job_t *job = arg;
-  kf_symbolizer_preload(job->symbolizer, job->kernel);
+  kf_profiler_t *p = arg;
+  kf_symbolizer_preload(p->symbolizer, p->preload_kernel);
   return NULL;
 }
 
@@ -84,9 +72,9 @@ static void join_preload(kf_profiler_t *p) {
 
 static void start_preload(kf_profiler_t *p, int kernel) {
   if (p->preloaded || p->preloading) return;
-  preload_job = (preload_job_t){p->symbolizer, kernel};
+  p->preload_kernel = kernel;
   /* Without a thread, stop() loads the tables itself, as it always could. */
-  if (pthread_create(&p->preload, NULL, preload_symbols, &preload_job) == 0) {
+  if (pthread_create(&p->preload, NULL, preload_symbols, p) == 0) {
     pthread_setname_np(p->preload, "kflame-symbols");
     p->preloading = 1;
   }
@@ -124,7 +112,7 @@ int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
   if (opts->perf_map && !(p->perf_map = strdup(opts->perf_map)))
     return -ENOMEM;
   p->opts.perf_map = p->perf_map;
-  p->started_ns = now_ns();
+  p->started_ns = kf_now_ns();
   /* Dead code is kept from before the first sample on. */
   if (opts->codemap) {
     kf_codemap_keep_dead(opts->codemap, 1);
@@ -242,7 +230,7 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
   st->foreign = cs->foreign;
   st->corrupt = cs->corrupt;
   st->no_memory = cs->no_memory;
-  st->duration_ns = now_ns() - p->started_ns;
+  st->duration_ns = kf_now_ns() - p->started_ns;
   st->started_ns = p->started_ns;
   st->hz = p->opts.sampler.hz;
   st->event = p->opts.sampler.event;
