@@ -22,6 +22,7 @@
         "src/codemap.c",
         "src/jitframes.c",
         "src/jithook.c",
+        "src/labels.c",
         "src/perfmap.c",
         "src/flametree.c",
         "src/svg.c",

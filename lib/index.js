@@ -20,6 +20,7 @@ const { kflameError } = require('./errors')
 const { Profile, makeStats } = require('./profile')
 const { renderSvg, renderSvgFile } = require('./svg')
 const { fromFolded } = require('./folded')
+const { label, applyLabels } = require('./labels')
 
 let current = null // options of the running profile
 
@@ -41,7 +42,8 @@ function stop () {
   const raw = binding.stop() // throws KFLAME_ERR_NOT_RUNNING when idle
   const options = current || { event: 'cpu-clock' }
   current = null
-  return new Profile(raw.folded, makeStats(raw.stats, options), raw.samples,
+  const { folded, samples } = applyLabels(raw.folded, raw.samples, raw.labels)
+  return new Profile(folded, makeStats(raw.stats, options, raw.labels), samples,
     { startUs: raw.stats.startUs, wallStart: options.wallStart })
 }
 
@@ -61,4 +63,8 @@ function writePerfMap (path = defaultPerfMapPath()) {
   return { path, lines: binding.writePerfMap(path) }
 }
 
-module.exports = { start, stop, isRunning, writePerfMap, fromFolded, renderSvg, renderSvgFile, Profile }
+module.exports = { start, stop, isRunning, label, writePerfMap, fromFolded, renderSvg, renderSvgFile, Profile }
+
+// The HTTP endpoints (lib/http.js: http, listen, fastify) drive start/stop
+// through this module, so they join it last.
+Object.assign(module.exports, require('./http'))

@@ -65,7 +65,7 @@ function subtitleOf (stats) {
     `${(stats.durationMs / 1000).toFixed(2)} s${stats.lost ? `, ${stats.lost} lost` : ''}`
 }
 
-function warningsFor (raw) {
+function warningsFor (raw, labels) {
   const warnings = []
   if (raw.kernelRefused) {
     warnings.push('kernel frames are not sampled: kernel.perf_event_paranoid forbids it for this user ' +
@@ -89,6 +89,10 @@ function warningsFor (raw) {
   if (raw.perfMapErrors > 0 || raw.perfMapLines < 0) {
     warnings.push('the perf map could not be written (see details.perfMapErrors): check the path is writable')
   }
+  if (labels && labels.dropped > 0) {
+    warnings.push(`${labels.dropped} labels were not recorded (over ${labels.tid.length} in one profile, ` +
+      'or out of memory): their samples show without them')
+  }
   if (raw.foreign > 0) {
     warnings.push(`${raw.foreign} samples of child processes were discarded ` +
       '(this kernel lacks inherit_thread, Linux < 5.13)')
@@ -96,7 +100,7 @@ function warningsFor (raw) {
   return warnings
 }
 
-function makeStats (raw, options) {
+function makeStats (raw, options, labels = null) {
   return {
     samples: raw.samples,
     lost: raw.lost + raw.corrupt + raw.noMemory,
@@ -105,7 +109,7 @@ function makeStats (raw, options) {
     hz: raw.hz,
     event: options.event,
     kernel: raw.kernel,
-    warnings: warningsFor(raw),
+    warnings: warningsFor(raw, labels),
     details: {
       lostInRing: raw.lost,
       corrupt: raw.corrupt,
@@ -126,7 +130,9 @@ function makeStats (raw, options) {
       perfMap: options.perfMap || null,
       perfMapLines: options.perfMap ? raw.perfMapLines : 0,
       perfMapWrites: raw.perfMapWrites,
-      perfMapErrors: raw.perfMapErrors
+      perfMapErrors: raw.perfMapErrors,
+      labels: labels ? labels.tid.length : 0,
+      labelsDropped: labels ? labels.dropped : 0
     }
   }
 }

@@ -11,8 +11,8 @@ echo "== C unit tests"
 make -s -C test/c run
 echo "== C unit tests under AddressSanitizer and UBSan"
 make -s -C test/c run SANITIZE=1
-echo "== code map under ThreadSanitizer"
-make -s -C test/c run TSAN=1 TESTS=test_codemap
+echo "== code map and label log under ThreadSanitizer"
+make -s -C test/c run TSAN=1 TESTS="test_codemap test_labels"
 make -s -C test/c shim
 
 echo "== tap tests as $(id -un)"

@@ -14,6 +14,7 @@
 
 #include "error.h"
 #include "jithook.h"
+#include "labels.h"
 #include "perfmap.h"
 #include "profiler.h"
 #include "readfile.h"
@@ -157,6 +158,7 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
   int rc = 0, sys_errno = 0;
   if (!profiler && !(profiler = kf_profiler_new())) rc = -ENOMEM;
   if (rc == 0) rc = kf_profiler_start(profiler, &opts, &sys_errno);
+  if (rc == 0) kf_labels_begin();
   pthread_mutex_unlock(&lock);
   if (rc != 0) return throw_code(env, rc, sys_errno);
   return NULL;
@@ -235,17 +237,61 @@ static napi_value make_samples(napi_env env, const kf_profile_t *p) {
   return o;
 }
 
-/* stop() -> { folded, samples, stats } */
+/* The label log as { tid, start, end (µs), name } typed arrays, names[] and
+ * dropped. */
+static napi_value make_labels(napi_env env, const kf_labels_t *log) {
+  size_t n = log->count;
+  void *tid_data, *start_data, *end_data, *name_data;
+  napi_value o, ab, arr, names, s;
+  CHECK(env, napi_create_object(env, &o));
+  CHECK(env, napi_create_arraybuffer(env, n * 4, &tid_data, &ab));
+  CHECK(env, napi_create_typedarray(env, napi_uint32_array, n, ab, 0, &arr));
+  CHECK(env, napi_set_named_property(env, o, "tid", arr));
+  CHECK(env, napi_create_arraybuffer(env, n * 8, &start_data, &ab));
+  CHECK(env, napi_create_typedarray(env, napi_float64_array, n, ab, 0, &arr));
+  CHECK(env, napi_set_named_property(env, o, "start", arr));
+  CHECK(env, napi_create_arraybuffer(env, n * 8, &end_data, &ab));
+  CHECK(env, napi_create_typedarray(env, napi_float64_array, n, ab, 0, &arr));
+  CHECK(env, napi_set_named_property(env, o, "end", arr));
+  CHECK(env, napi_create_arraybuffer(env, n * 4, &name_data, &ab));
+  CHECK(env, napi_create_typedarray(env, napi_uint32_array, n, ab, 0, &arr));
+  CHECK(env, napi_set_named_property(env, o, "name", arr));
+  for (size_t i = 0; i < n; i++) {
+    const kf_label_t *l = &log->labels[i];
+    ((uint32_t *)tid_data)[i] = l->tid;
+    ((double *)start_data)[i] = (double)l->start_ns / 1e3;
+    ((double *)end_data)[i] = (double)l->end_ns / 1e3;
+    ((uint32_t *)name_data)[i] = l->name;
+  }
+  CHECK(env, napi_create_array_with_length(env, log->nnames, &names));
+  for (size_t i = 0; i < log->nnames; i++) {
+    CHECK(env, napi_create_string_utf8(env, log->names[i], NAPI_AUTO_LENGTH, &s));
+    CHECK(env, napi_set_element(env, names, (uint32_t)i, s));
+  }
+  CHECK(env, napi_set_named_property(env, o, "names", names));
+  CHECK(env, set_num(env, o, "dropped", (double)log->dropped));
+  return o;
+}
+
+/* stop() -> { folded, samples, labels, stats } */
 static napi_value js_stop(napi_env env, napi_callback_info info) {
   (void)info;
   kf_profile_t profile;
+  kf_labels_t labels = {0};
   pthread_mutex_lock(&lock);
   int rc = profiler ? kf_profiler_stop(profiler, &profile)
                     : -KF_ERR_NOT_RUNNING;
+  if (rc == 0) kf_labels_end(&labels);
   pthread_mutex_unlock(&lock);
   if (rc != 0) {
     if (profiler) kf_profile_free(&profile);
     return throw_code(env, rc, 0);
+  }
+  napi_value labels_v = make_labels(env, &labels);
+  kf_labels_free(&labels);
+  if (!labels_v) {
+    kf_profile_free(&profile);
+    return NULL;
   }
   napi_value result = NULL, folded, stats;
   if (napi_create_object(env, &result) != napi_ok ||
@@ -259,6 +305,7 @@ static napi_value js_stop(napi_env env, napi_callback_info info) {
   kf_profile_free(&profile);
   if (!samples) return NULL;
   CHECK(env, napi_set_named_property(env, result, "samples", samples));
+  CHECK(env, napi_set_named_property(env, result, "labels", labels_v));
   if (!(stats = make_stats(env, &profile.stats))) return NULL;
   CHECK(env, napi_set_named_property(env, result, "stats", stats));
   return result;
@@ -399,6 +446,32 @@ static napi_value js_render_svg_file(napi_env env, napi_callback_info info) {
   return svg_stats(env, &st);
 }
 
+/* labelOpen(name) -> handle, or -1 when no profile runs (the cheap path). */
+static napi_value js_label_open(napi_env env, napi_callback_info info) {
+  size_t argc = 1, len = 0;
+  napi_value argv[1], v;
+  char name[KF_LABEL_NAME_MAX + 4];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 1 ||
+      napi_get_value_string_utf8(env, argv[0], name, sizeof name, &len) != napi_ok) {
+    napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG", "labelOpen(name): name must be a string");
+    return NULL;
+  }
+  CHECK(env, napi_create_double(env, (double)kf_labels_open(name, len), &v));
+  return v;
+}
+
+/* labelClose(handle) */
+static napi_value js_label_close(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  double handle = -1;
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc >= 1 && napi_get_value_double(env, argv[0], &handle) == napi_ok)
+    kf_labels_close((int64_t)handle);
+  return NULL;
+}
+
 /* Whether this isolate's code events feed the code map. */
 static napi_value js_jit_armed(napi_env env, napi_callback_info info) {
   (void)info;
@@ -424,6 +497,8 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
        napi_default, NULL},
       {"jitArmed", NULL, js_jit_armed, NULL, NULL, NULL, napi_default, NULL},
       {"arm", NULL, js_arm, NULL, NULL, NULL, napi_default, NULL},
+      {"labelOpen", NULL, js_label_open, NULL, NULL, NULL, napi_default, NULL},
+      {"labelClose", NULL, js_label_close, NULL, NULL, NULL, napi_default, NULL},
       {"renderSvg", NULL, js_render_svg, NULL, NULL, NULL, napi_default, NULL},
       {"renderSvgFile", NULL, js_render_svg_file, NULL, NULL, NULL, napi_default,
        NULL},

@@ -1,0 +1,69 @@
+'use strict'
+
+// Per-test labels for test runners: while a test runs, its samples carry the
+// test's name as a frame, so a merged flame graph of a suite splits by test.
+// Tests nest: a subtest's frame sits under its parent's and carries only its
+// own part of the name ("top > sub" becomes "top;sub"); tests inside
+// describe() blocks, which have no label of their own, carry the suite path
+// ("suite > case").
+//
+// node:test: hooks on the root test of a `node --test` child process (each
+// test file runs in one; NODE_TEST_CONTEXT marks it). Hooks of the root run
+// for every test at every depth. Outside `node --test` nothing is installed,
+// since loading node:test would make an ordinary script report as a test.
+// mocha: `--require kflame/register` picks up register's `mochaHooks`.
+
+const { openLabel, closeLabel } = require('./labels')
+
+const SEPARATOR = ' > '
+
+// Open test labels, innermost last: { fullName, handle }.
+const open = []
+
+function enter (fullName) {
+  const parent = open[open.length - 1]
+  const name = parent && fullName.startsWith(parent.fullName + SEPARATOR)
+    ? fullName.slice(parent.fullName.length + SEPARATOR.length)
+    : fullName
+  open.push({ fullName, handle: openLabel(name || fullName) })
+}
+
+function leave (fullName) {
+  // Close the innermost entry of this name; with concurrent tests it need
+  // not be the last one.
+  for (let i = open.length - 1; i >= 0; i--) {
+    if (open[i].fullName === fullName) {
+      closeLabel(open[i].handle)
+      open.splice(i, 1)
+      return
+    }
+  }
+}
+
+// node:test's context has fullName since Node 20.16 / 22.3; before, name.
+function nodeTestName (ctx) {
+  return ctx.fullName || ctx.name || '(test)'
+}
+
+let installed = false
+
+function installNodeTest () {
+  if (installed || !process.env.NODE_TEST_CONTEXT) return false
+  installed = true
+  const { beforeEach, afterEach } = require('node:test')
+  beforeEach((ctx) => enter(nodeTestName(ctx)))
+  afterEach((ctx) => leave(nodeTestName(ctx)))
+  return true
+}
+
+function mochaName (test) {
+  return test.titlePath().join(SEPARATOR)
+}
+
+// Root hook plugin: mocha runs these around every test of every suite.
+const mochaHooks = {
+  beforeEach () { if (this.currentTest) enter(mochaName(this.currentTest)) },
+  afterEach () { if (this.currentTest) leave(mochaName(this.currentTest)) }
+}
+
+module.exports = { installNodeTest, mochaHooks }
