@@ -506,6 +506,15 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0],
                              props) != napi_ok)
     return NULL;
+  /* labels.js reads whether labels record straight from this word, so a
+   * label costs no native call while no profile runs. Where external
+   * buffers are not allowed (V8's sandbox), it calls labelOpen instead. */
+  napi_value word_ab, word;
+  if (napi_create_external_arraybuffer(env, (void *)kf_labels_recording_word(),
+                                       sizeof(int), NULL, NULL,
+                                       &word_ab) == napi_ok &&
+      napi_create_typedarray(env, napi_int32_array, 1, word_ab, 0, &word) == napi_ok)
+    napi_set_named_property(env, exports, "labelsRecording", word);
   isolate_hook_t *hook = calloc(1, sizeof(*hook));
   if (!hook || napi_set_instance_data(env, hook, disarm, NULL) != napi_ok) {
     free(hook);

@@ -25,6 +25,8 @@ static size_t labels_cap, names_cap;
 static uint32_t *slots; /* name index + 1 per slot, 0 = empty; under lock */
 static size_t nslots;
 
+const int *kf_labels_recording_word(void) { return (const int *)&recording; }
+
 static uint32_t thread_id(void) {
   static __thread uint32_t tid;
   if (!tid) tid = (uint32_t)syscall(SYS_gettid);

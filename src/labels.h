@@ -35,6 +35,11 @@ typedef struct kf_labels {
   uint64_t dropped; /* opens refused: the cap or out of memory */
 } kf_labels_t;
 
+/* The word that says whether a log records (non-zero) or not, for readers
+ * that want to skip kf_labels_open entirely (JS reads it through an
+ * external ArrayBuffer). Lives as long as the process. */
+const int *kf_labels_recording_word(void);
+
 /* Starts a new log (discarding any unfinished one); opens now record. */
 void kf_labels_begin(void);
 
