@@ -11,6 +11,9 @@
 // test file runs in one; NODE_TEST_CONTEXT marks it). Hooks of the root run
 // for every test at every depth. Outside `node --test` nothing is installed,
 // since loading node:test would make an ordinary script report as a test.
+// tap: hooks on tap's root test, in a test file's process only (TAP_CHILD_ID,
+// and tap's process info naming the runner as the parent; a process a test
+// spawns inherits the first but not the second).
 // mocha: `--require kflame/register` picks up register's `mochaHooks`.
 
 const { openLabel, closeLabel } = require('./labels')
@@ -45,15 +48,50 @@ function nodeTestName (ctx) {
   return ctx.fullName || ctx.name || '(test)'
 }
 
-let installed = false
-
 function installNodeTest () {
-  if (installed || !process.env.NODE_TEST_CONTEXT) return false
-  installed = true
   const { beforeEach, afterEach } = require('node:test')
   beforeEach((ctx) => enter(nodeTestName(ctx)))
   afterEach((ctx) => leave(nodeTestName(ctx)))
+}
+
+function isTapTestFile (env) {
+  if (!env.TAP_CHILD_ID) return false
+  const root = env._TAPJS_PROCESSINFO_ROOT_
+  const parent = env._TAPJS_PROCESSINFO_PARENT_
+  return !root || !parent || root === parent
+}
+
+// The project's tap (the test file's own copy, so its root test is the one
+// the file uses); returns false when there is none to hook.
+function installTap () {
+  let tap
+  try {
+    tap = require(require.resolve('tap', { paths: [process.cwd()] }))
+  } catch {
+    return false
+  }
+  // "test/a.test.js > TAP > top > sub": the part after the root's name.
+  const rootPrefix = `${tap.fullname} > `
+  const tapName = (t) => t.fullname.startsWith(rootPrefix) ? t.fullname.slice(rootPrefix.length) : t.fullname
+  tap.beforeEach((t) => enter(tapName(t)))
+  tap.afterEach((t) => leave(tapName(t)))
   return true
+}
+
+let installed = null
+
+// Hooks the test runner this process runs under, once. Returns its name,
+// or null when it is none that can be hooked.
+function install (env = process.env) {
+  if (installed !== null) return installed || null
+  installed = false
+  if (env.NODE_TEST_CONTEXT) {
+    installNodeTest()
+    installed = 'node:test'
+  } else if (isTapTestFile(env) && installTap()) {
+    installed = 'tap'
+  }
+  return installed || null
 }
 
 function mochaName (test) {
@@ -66,4 +104,4 @@ const mochaHooks = {
   afterEach () { if (this.currentTest) leave(mochaName(this.currentTest)) }
 }
 
-module.exports = { installNodeTest, mochaHooks }
+module.exports = { install, mochaHooks, isTapTestFile }
