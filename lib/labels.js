@@ -30,7 +30,7 @@ function checkName (name, api) {
 // that see the start and the end of a stretch apart (test runners).
 function openLabel (name) {
   checkName(name, 'openLabel(name)')
-  return binding.labelOpen(frameName(name))
+  return recording[0] === 0 ? -1 : binding.labelOpen(frameName(name))
 }
 
 function closeLabel (handle) {

@@ -11,9 +11,8 @@
 // test file runs in one; NODE_TEST_CONTEXT marks it). Hooks of the root run
 // for every test at every depth. Outside `node --test` nothing is installed,
 // since loading node:test would make an ordinary script report as a test.
-// tap: hooks on tap's root test, in a test file's process only (TAP_CHILD_ID,
-// and tap's process info naming the runner as the parent; a process a test
-// spawns inherits the first but not the second).
+// tap: hooks on tap's root test once the program creates it, in processes
+// tap's runner started (TAP_CHILD_ID).
 // mocha: `--require kflame/register` picks up register's `mochaHooks`.
 
 const { openLabel, closeLabel } = require('./labels')
@@ -54,28 +53,33 @@ function installNodeTest () {
   afterEach((ctx) => leave(nodeTestName(ctx)))
 }
 
-function isTapTestFile (env) {
-  if (!env.TAP_CHILD_ID) return false
-  const root = env._TAPJS_PROCESSINFO_ROOT_
-  const parent = env._TAPJS_PROCESSINFO_PARENT_
-  return !root || !parent || root === parent
-}
+// tap keeps its root test on globalThis under this symbol, set once, when
+// the program first loads tap (CommonJS or ESM: they share it).
+const TAP_ROOT = Symbol.for('TAP private constructor')
 
-// The project's tap (the test file's own copy, so its root test is the one
-// the file uses); returns false when there is none to hook.
-function installTap () {
-  let tap
-  try {
-    tap = require(require.resolve('tap', { paths: [process.cwd()] }))
-  } catch {
-    return false
-  }
+function hookTap (tap) {
   // "test/a.test.js > TAP > top > sub": the part after the root's name.
-  const rootPrefix = `${tap.fullname} > `
-  const tapName = (t) => t.fullname.startsWith(rootPrefix) ? t.fullname.slice(rootPrefix.length) : t.fullname
+  const tapName = (t) => {
+    const rootPrefix = `${tap.fullname} > `
+    return t.fullname.startsWith(rootPrefix) ? t.fullname.slice(rootPrefix.length) : t.fullname
+  }
   tap.beforeEach((t) => enter(tapName(t)))
   tap.afterEach((t) => leave(tapName(t)))
-  return true
+}
+
+// Hooks tap's root test when the program creates it: a process that never
+// loads tap (a script a test spawns) is left alone.
+function installTap () {
+  const existing = globalThis[TAP_ROOT]
+  if (existing) return hookTap(existing)
+  Object.defineProperty(globalThis, TAP_ROOT, {
+    configurable: true,
+    get () { return undefined },
+    set (tap) {
+      Object.defineProperty(globalThis, TAP_ROOT, { value: tap, writable: true, configurable: true, enumerable: true })
+      if (tap && typeof tap.beforeEach === 'function') hookTap(tap)
+    }
+  })
 }
 
 let installed = null
@@ -88,7 +92,8 @@ function install (env = process.env) {
   if (env.NODE_TEST_CONTEXT) {
     installNodeTest()
     installed = 'node:test'
-  } else if (isTapTestFile(env) && installTap()) {
+  } else if (env.TAP_CHILD_ID) {
+    installTap()
     installed = 'tap'
   }
   return installed || null
@@ -104,4 +109,4 @@ const mochaHooks = {
   afterEach () { if (this.currentTest) leave(mochaName(this.currentTest)) }
 }
 
-module.exports = { install, mochaHooks, isTapTestFile }
+module.exports = { install, mochaHooks }

@@ -1,0 +1,38 @@
+'use strict'
+
+// What the CLI's commands share around output: checking an output name
+// before any work is done, writing a Profile (lib/output.js) with a failure
+// that is a message rather than a stack, and one-line notes on stderr.
+
+const fs = require('node:fs')
+const output = require('../output')
+const { kflameError } = require('../errors')
+const { usageError } = require('./args')
+
+// A failure at run time (exit code 1), as opposed to a usage error (2).
+function failure (message) {
+  return kflameError(Error, 'KFLAME_ERR_CLI', message)
+}
+
+// -> the format `file`'s extension picks; a usage error for any other name,
+// found before a long run rather than after it.
+function checkOutputPath (file) {
+  const format = output.formatOfPath(file)
+  if (format === null) throw usageError(`cannot tell the output format of "${file}": end it with ${output.EXTENSION_LIST}`)
+  return format
+}
+
+function writeOutput (profile, file, svgOptions) {
+  try {
+    return output.writeProfile(profile, file, checkOutputPath(file), svgOptions)
+  } catch (err) {
+    if (err.code === 'KFLAME_ERR_USAGE') throw err
+    throw failure(`cannot write ${file}: ${err.message}`)
+  }
+}
+
+function stderrLine (text) {
+  try { fs.writeSync(2, `kflame: ${text}\n`) } catch {}
+}
+
+module.exports = { failure, checkOutputPath, writeOutput, stderrLine }

@@ -1,0 +1,106 @@
+'use strict'
+
+// One place for "which format does this file name ask for" and "write a
+// Profile in a format", shared by register.js (a profile per process) and the
+// CLI (merged profiles), so both accept exactly the same names.
+
+const fs = require('node:fs')
+const path = require('node:path')
+const { kflameError } = require('./errors')
+
+// Format name (KFLAME_FORMAT) -> the extension a file of it gets, and how a
+// Profile becomes its bytes.
+const FORMATS = {
+  svg: { ext: '.svg', render: (p, svgOptions) => p.svg(svgOptions) },
+  folded: { ext: '.folded', render: (p) => p.folded },
+  cpuprofile: { ext: '.cpuprofile', render: (p) => JSON.stringify(p.cpuprofile()) },
+  trace: { ext: '.json', render: (p) => JSON.stringify(p.traceEvents()) },
+  pprof: { ext: '.pb.gz', render: (p) => p.pprof() }
+}
+
+// Extension -> format. '.pb.gz' comes first: it is the one with two dots.
+const EXTENSIONS = [
+  ['.pb.gz', 'pprof'],
+  ['.svg', 'svg'],
+  ['.folded', 'folded'],
+  ['.txt', 'folded'],
+  ['.cpuprofile', 'cpuprofile'],
+  ['.json', 'trace']
+]
+
+const EXTENSION_LIST = '.svg, .folded, .txt, .cpuprofile, .json (Chrome trace events) or .pb.gz (pprof)'
+const FORMAT_LIST = Object.keys(FORMATS).join('|')
+
+function isFormat (name) {
+  return typeof name === 'string' && Object.hasOwn(FORMATS, name)
+}
+
+// The extension of `file` that picks a format ('.pb.gz', '.svg', ...), or null.
+function extensionOf (file) {
+  const lower = path.basename(file).toLowerCase()
+  for (const [ext] of EXTENSIONS) {
+    if (lower.endsWith(ext) && lower.length > ext.length) return file.slice(file.length - ext.length)
+  }
+  return null
+}
+
+// 'out.svg' -> 'svg'; null when the extension is not one kflame writes.
+function formatOfPath (file) {
+  const ext = extensionOf(file)
+  if (ext === null) return null
+  const lower = ext.toLowerCase()
+  return EXTENSIONS.find(([e]) => e === lower)[1]
+}
+
+function extensionOfFormat (format) {
+  return FORMATS[format].ext
+}
+
+// A Profile's bytes in a format: a string, or a Buffer for pprof.
+function renderProfile (profile, format, svgOptions) {
+  if (!isFormat(format)) {
+    throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', `unknown output format "${format}"; known: ${FORMAT_LIST}`)
+  }
+  return FORMATS[format].render(profile, svgOptions)
+}
+
+// Writes to a temporary file beside the target, then renames it over: a
+// reader (or a merge of a directory) never sees half a profile, and a crash
+// mid-write leaves the old file. Creates missing directories.
+function writeFileAtomic (file, data) {
+  const dir = path.dirname(file)
+  fs.mkdirSync(dir, { recursive: true })
+  const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.${Date.now().toString(36)}.tmp`)
+  try {
+    fs.writeFileSync(tmp, data)
+    fs.renameSync(tmp, file)
+  } catch (err) {
+    try { fs.unlinkSync(tmp) } catch {}
+    throw err
+  }
+}
+
+// Writes a Profile to `file` in `format` (by default the one its extension
+// picks). Returns the format written.
+function writeProfile (profile, file, format = formatOfPath(file), svgOptions) {
+  if (format === null) {
+    throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG',
+      `cannot tell the format of "${file}": end it with ${EXTENSION_LIST}`)
+  }
+  writeFileAtomic(file, renderProfile(profile, format, svgOptions))
+  return format
+}
+
+module.exports = {
+  FORMATS,
+  EXTENSIONS,
+  EXTENSION_LIST,
+  FORMAT_LIST,
+  isFormat,
+  extensionOf,
+  formatOfPath,
+  extensionOfFormat,
+  renderProfile,
+  writeFileAtomic,
+  writeProfile
+}

@@ -1,0 +1,285 @@
+'use strict'
+
+// What `node -r kflame/register app.js` does: profile the whole run of the
+// main thread's process and write the result when the process ends, however
+// it ends, without changing how it ends (exit code, signal).
+//
+// Configured by the environment (read once, at load):
+//   KFLAME_HZ      samples per second (default 99)
+//   KFLAME_OUT     a file (its extension picks the format) or a directory
+//                  (exists, or ends with '/': <dir>/kflame-<pid>.<ext>);
+//                  %p expands to the pid; default ./kflame-<pid>.svg
+//   KFLAME_FORMAT  svg|folded|cpuprofile|trace|pprof: the format in a
+//                  directory (default folded) and of the default file name
+//   KFLAME_QUIET=1 no summary line on stderr
+// A misconfiguration stops the process with exit code 2 before the app runs;
+// perf refusing to sample only warns: the app runs unprofiled.
+
+const fs = require('node:fs')
+const path = require('node:path')
+const { isMainThread } = require('node:worker_threads')
+const { kflameError } = require('./errors')
+const { checkStartOptions, DEFAULTS } = require('./options')
+const output = require('./output')
+
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP']
+// Per isolate: a second copy of this module (kflame/register through a
+// symlink and ./register.js by path, or -r and --import together) must not
+// start a second profile.
+const LOADED = Symbol.for('kflame.register.loaded')
+const TITLE_MAX = 200
+
+function configError (message) {
+  return kflameError(Error, 'KFLAME_ERR_CONFIG', message)
+}
+
+// Unset and empty are the same: `KFLAME_HZ= node ...` means the default.
+function envValue (env, name) {
+  const v = env[name]
+  return v === undefined || v === '' ? undefined : v
+}
+
+function parseHz (value) {
+  if (value === undefined) return DEFAULTS.hz
+  if (!/^\s*\d+\s*$/.test(value)) {
+    throw configError(`KFLAME_HZ=${JSON.stringify(value)} is not a whole number: ` +
+      `set it to the samples per second, e.g. KFLAME_HZ=${DEFAULTS.hz} (the default)`)
+  }
+  const hz = Number(value)
+  try {
+    checkStartOptions({ hz })
+  } catch (err) {
+    throw configError(`KFLAME_HZ=${value} is out of range: ` +
+      `${err.message.replace(/^start\(options\): /, '').replace(/, got \d+$/, '')}; set it in that range or unset it (default ${DEFAULTS.hz})`)
+  }
+  return hz
+}
+
+function parseFormat (value) {
+  if (value === undefined) return undefined
+  if (!output.isFormat(value)) {
+    throw configError(`KFLAME_FORMAT=${JSON.stringify(value)} is not a format kflame writes: ` +
+      `set it to one of ${output.FORMAT_LIST}, or unset it`)
+  }
+  return value
+}
+
+function isDirectory (p) {
+  try {
+    return fs.statSync(p).isDirectory()
+  } catch {
+    return false
+  }
+}
+
+// 'out.svg' -> 'out.%p.svg', 'a/b.pb.gz' -> 'a/b.%p.pb.gz'.
+function withPidPattern (file) {
+  const ext = output.extensionOf(file)
+  return `${file.slice(0, file.length - ext.length)}.%p${ext}`
+}
+
+/**
+ * Where this process writes and what its descendants are told, from the
+ * environment. -> { file, format, childOut }
+ *   file      absolute path this process writes
+ *   format    one of output.FORMATS
+ *   childOut  the KFLAME_OUT for child processes: absolute (a child may
+ *             run elsewhere), and with %p when it names a file, so a child
+ *             never overwrites its parent's profile
+ * Throws KFLAME_ERR_CONFIG naming the variable and the fix.
+ */
+function resolveOutput (env, { pid = process.pid, cwd = process.cwd() } = {}) {
+  const format = parseFormat(envValue(env, 'KFLAME_FORMAT'))
+  const value = envValue(env, 'KFLAME_OUT')
+  if (value === undefined) {
+    const ext = output.extensionOfFormat(format || 'svg')
+    return {
+      file: path.join(cwd, `kflame-${pid}${ext}`),
+      format: format || 'svg',
+      childOut: path.join(cwd, `kflame-%p${ext}`)
+    }
+  }
+  const expanded = value.replaceAll('%p', String(pid))
+  if (value.endsWith('/') || isDirectory(path.resolve(cwd, expanded))) {
+    // A directory collects one profile per process, to be merged: folded
+    // unless asked otherwise.
+    const fmt = format || 'folded'
+    return {
+      file: path.join(path.resolve(cwd, expanded), `kflame-${pid}${output.extensionOfFormat(fmt)}`),
+      format: fmt,
+      childOut: path.resolve(cwd, value) + '/'
+    }
+  }
+  // A file: its extension decides (KFLAME_FORMAT is only for directories, so
+  // one inherited from a `kflame` run does not fight a file name).
+  const fileFormat = output.formatOfPath(expanded)
+  if (fileFormat === null) {
+    throw configError(`KFLAME_OUT=${JSON.stringify(value)} does not end with an extension kflame writes: ` +
+      `end it with ${output.EXTENSION_LIST}, or with / for a directory`)
+  }
+  const absolute = path.resolve(cwd, value)
+  return {
+    file: path.resolve(cwd, expanded),
+    format: fileFormat,
+    childOut: value.includes('%p') ? absolute : withPidPattern(absolute)
+  }
+}
+
+// The whole configuration, or a KFLAME_ERR_CONFIG.
+function readConfig (env, where = {}) {
+  const hz = parseHz(envValue(env, 'KFLAME_HZ'))
+  const out = resolveOutput(env, where)
+  const quiet = /^(1|true|yes)$/i.test(env.KFLAME_QUIET || '')
+  return { hz, quiet, ...out }
+}
+
+// `node --test` spawns one child per test file (with our --require, and
+// NODE_TEST_CONTEXT set) and only waits for them: its own profile would be
+// noise in a merge. With test isolation off the tests run in it: profile it.
+function isTestOrchestrator (execArgv = process.execArgv, env = process.env) {
+  if (!execArgv.includes('--test') || env.NODE_TEST_CONTEXT) return false
+  return !execArgv.some((a) => /^--(experimental-)?test-isolation=none$/.test(a))
+}
+
+// The kflame CLI with kflame/register in the user's NODE_OPTIONS: the CLI
+// only waits for its child; the children are profiled.
+function isOwnCli (argv = process.argv) {
+  try {
+    return argv[1] !== undefined && fs.realpathSync(argv[1]) === path.join(__dirname, '..', 'bin', 'kflame.js')
+  } catch {
+    return false
+  }
+}
+
+// Listeners of signal-exit (used by tap, nyc, foreground-child, execa...).
+// They kill the process themselves when theirs are the only listeners left,
+// and hold back when there are others, as ours: so they are not "the app's
+// own handler", or each would wait for the other and the signal be lost.
+function signalExitListeners () {
+  let n = 0
+  const v4 = globalThis[Symbol.for('signal-exit emitter')]
+  if (v4 && typeof v4.count === 'number') n += v4.count
+  const v3 = process.__signal_exit_emitter__
+  if (v3 && typeof v3.count === 'number') n += v3.count
+  return n
+}
+
+function stderrLine (text) {
+  // Synchronous: this also runs in 'exit', where async writes are lost.
+  try { fs.writeSync(2, `kflame: ${text}\n`) } catch {}
+}
+
+// "node app.js --port 80", shortened: the flame graph's title.
+function titleOf (argv = process.argv) {
+  const script = argv[1] ? path.relative(process.cwd(), argv[1]) || argv[1] : '[eval]'
+  const title = ['node', script, ...argv.slice(2)].join(' ')
+  return title.length > TITLE_MAX ? title.slice(0, TITLE_MAX - 1) + '…' : title
+}
+
+function displayPath (file, cwd) {
+  const rel = path.relative(cwd, file)
+  return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : file
+}
+
+function summary (stats, shown) {
+  const threads = stats.threads === 1 ? '1 thread' : `${stats.threads} threads`
+  const lost = stats.lost ? `, ${stats.lost} lost` : ''
+  return `${stats.samples} samples (${threads}${lost}) written to ${shown}`
+}
+
+/**
+ * Sets up the profile of this process. Returns true when a profile runs
+ * (main thread, configured, perf allowed), false otherwise. Exits with code
+ * 2 on a misconfigured environment.
+ */
+function install ({ env = process.env } = {}) {
+  if (globalThis[LOADED]) return false
+  globalThis[LOADED] = true
+
+  if (!isMainThread) {
+    // Loading kflame arms V8's code-event hook on this isolate, so the
+    // worker's JS frames get names in the main thread's profile.
+    try { require('./index') } catch {}
+    return false
+  }
+  if (isOwnCli()) return false
+
+  const cwd = process.cwd()
+  let config
+  try {
+    config = readConfig(env, { pid: process.pid, cwd })
+  } catch (err) {
+    if (err.code !== 'KFLAME_ERR_CONFIG') throw err
+    stderrLine(err.message)
+    // Running the app misconfigured would lose the profile the user asked for.
+    process.exit(2)
+  }
+  env.KFLAME_OUT = config.childOut
+
+  if (isTestOrchestrator()) return false
+
+  let kflame
+  try {
+    kflame = require('./index')
+    kflame.start({ hz: config.hz })
+  } catch (err) {
+    // Never break the app: perf refused, or no addon for this node.
+    stderrLine(`not profiling this process (pid ${process.pid}): ${err.message}`)
+    return false
+  }
+
+  const title = titleOf()
+  let written = false
+  function finish () {
+    if (written) return
+    written = true
+    let profile
+    try {
+      profile = kflame.stop()
+    } catch (err) {
+      // The app stopped "our" profile itself (it shares the module).
+      stderrLine(`nothing written to ${config.file}: ${err.message}`)
+      return
+    }
+    try {
+      output.writeProfile(profile, config.file, config.format, { title })
+    } catch (err) {
+      stderrLine(`could not write ${config.file}: ${err.message}`)
+      return
+    }
+    if (!config.quiet) stderrLine(summary(profile.stats, displayPath(config.file, cwd)))
+  }
+
+  // Normal end, process.exit() anywhere, an uncaught exception (node emits
+  // 'exit' with code 1): the exit code is node's business, not touched here.
+  process.on('exit', finish)
+
+  for (const sig of SIGNALS) {
+    const onSignal = () => {
+      // Others than us (and signal-exit) listen: the app decides whether
+      // this signal ends the process; if it does, 'exit' writes.
+      if (process.listenerCount(sig) - 1 - signalExitListeners() > 0) return
+      finish()
+      // Without our listener node restores the default action: the
+      // re-raised signal kills the process, and the parent sees it.
+      process.removeListener(sig, onSignal)
+      process.kill(process.pid, sig)
+    }
+    process.on(sig, onSignal)
+  }
+  return true
+}
+
+module.exports = {
+  install,
+  readConfig,
+  resolveOutput,
+  parseHz,
+  parseFormat,
+  withPidPattern,
+  isTestOrchestrator,
+  isOwnCli,
+  titleOf,
+  summary,
+  SIGNALS
+}
