@@ -1,8 +1,9 @@
 'use strict'
 
 // Cost of profiling a Node HTTP server under load, kflame against V8's CPU
-// profiler (in-process through `inspector`, and the --cpu-prof flag), in one
-// run. Each trial is a fresh server process; a separate load-generator
+// profiler (in-process through `inspector`, and the --cpu-prof flag) and
+// `perf record -g` with --perf-basic-prof (when perf is there and allowed),
+// in one run. Each trial is a fresh server process; a separate load-generator
 // process (autocannon, or wrk) drives it over 127.0.0.1, first to warm it up,
 // then for a measured window. Modes alternate (A B C D E, A B C D E, ...) so
 // drift on the machine hits them alike. Reports medians and the median of
@@ -13,6 +14,14 @@
 //   AUTOCANNON_DIR=/tmp/kfhttp node bench/http.js   # same; without either, wrk on PATH is used
 //   node bench/http.js --loader wrk                 # force wrk
 //   node bench/http.js --warm-kflame                # see below
+//   node bench/http.js --no-perf                    # leave perf out
+//
+// perf runs the server for its whole life (perf record -- node ...): the
+// server then does not load kflame, and reads the CPU perf itself used in the
+// window from /proc (perf is its parent), for the "with profiler" column.
+// perf's wrap-up at exit and its `perf script` are timed apart. 0x is not
+// here: it runs node with stdio of its own, which takes the IPC channel the
+// trials are driven through (bench/overhead.js has it).
 //
 // kflame's first session in a process also loads the ELF symbol tables and
 // kallsyms, on a thread of its own while it samples (a one-time ~0.2 s of
@@ -26,13 +35,18 @@
 // as much about the loader as about the server. The result is the ratios
 // against `none` in the same round, not the absolute numbers.
 
-const { fork, execFile, execFileSync } = require('node:child_process')
+const { fork, spawn, execFile, execFileSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { median, startInspectorProfiler } = require('./common')
+const {
+  median, startInspectorProfiler, machineNotes, machineLine, writeResults, procCpuMs, procHwmKiB,
+  perfCheck, perfRecordArgv, perfScript, foldPerfScript
+} = require('./common')
 
 const MODES = ['none', 'kflame-99', 'kflame-999', 'v8-inspector', 'cpu-prof']
+const PERF_MODES = ['perf-99', 'perf-999']
+const isPerf = (mode) => mode.startsWith('perf-')
 const CONNECTIONS = 10
 // A query the handler has to take apart; the response is ~2 KB of JSON.
 const REQUEST_PATH = '/api/items?user=4217&q=red+shoes+size-42&n=16&sort=price'
@@ -68,14 +82,17 @@ function handler (req, res) {
 }
 
 function child (mode) {
-  // kflame is loaded in every mode (as in bench/overhead.js): loading arms
-  // V8's code-event hook, and `none` should include that, so the other modes
-  // differ from it only by profiling.
-  const kflame = require('..')
+  // kflame is loaded in every mode but perf's (as in bench/overhead.js):
+  // loading arms V8's code-event hook, and `none` should include that, so
+  // the other modes differ from it only by profiling.
+  const kflame = isPerf(mode) ? null : require('..')
+  const profilerPid = isPerf(mode) ? process.ppid : null
   const http = require('node:http')
   let served = 0
   const server = http.createServer((req, res) => { handler(req, res); served++ })
-  let session, win, prewarmMs = 0
+  let session
+  let win
+  let prewarmMs = 0
   server.listen(0, '127.0.0.1', () => process.send({ port: server.address().port, bodyBytes: probeBody() }))
 
   process.on('message', (msg) => {
@@ -83,7 +100,7 @@ function child (mode) {
       kflame.start({ hz: Number(mode.slice(7)) })
     } else if (msg.cmd === 'begin') {
       let t = process.hrtime.bigint()
-      if (kflame.isRunning()) {
+      if (kflame && kflame.isRunning()) {
         kflame.stop() // the --warm-kflame session; waits for the symbol preload
         prewarmMs = Number(process.hrtime.bigint() - t) / 1e6
         t = process.hrtime.bigint()
@@ -93,11 +110,19 @@ function child (mode) {
         session = startInspectorProfiler()
       }
       const startMs = Number(process.hrtime.bigint() - t) / 1e6
-      win = { startMs, t0Us: nowUs(), cpu0: process.cpuUsage(), rss0: process.memoryUsage.rss(), served0: served }
+      win = {
+        startMs,
+        t0Us: nowUs(),
+        cpu0: process.cpuUsage(),
+        prof0: profilerPid ? procCpuMs(profilerPid) : 0,
+        rss0: process.memoryUsage.rss(),
+        served0: served
+      }
       process.send({ begun: true })
     } else if (msg.cmd === 'end') {
       // Read everything before stopping, so the window does not include stop().
       const cpu = process.cpuUsage(win.cpu0)
+      const profilerCpuMs = profilerPid ? procCpuMs(profilerPid) - win.prof0 : 0
       const t1Us = nowUs()
       const rss1 = process.memoryUsage.rss()
       const requests = served - win.served0
@@ -120,6 +145,9 @@ function child (mode) {
           startMs: win.startMs,
           stopMs,
           cpuMs: (cpu.user + cpu.system) / 1000,
+          profilerCpuMs,
+          profilerMaxRssKiB: profilerPid ? procHwmKiB(profilerPid) : null,
+          pid: process.pid,
           requests,
           rssGrowthMB: (rss1 - win.rss0) / 2 ** 20,
           windowMs: (t1Us - win.t0Us) / 1000,
@@ -216,10 +244,17 @@ async function load (loader, url, seconds) {
 
 async function trial (mode, loader, { warmS, windowS }, warmKflame) {
   const profDir = mode === 'cpu-prof' ? fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-cpuprof-')) : null
-  const server = fork(__filename, ['--child', mode], {
-    execArgv: profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc']
-  })
+  // perf's data, and the isolate-*.log --perf-basic-prof leaves in the cwd.
+  const perfDir = isPerf(mode) ? fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-http-perf-')) : null
+  const perfData = perfDir && path.join(perfDir, 'perf.data')
+  // perf passes the IPC channel (its fd and NODE_CHANNEL_FD) on to node.
+  const argv = perfDir ? perfRecordArgv(Number(mode.slice(5)), perfData, [__filename, '--child', mode]) : null
+  const server = perfDir
+    ? spawn(argv[0], argv.slice(1), { cwd: perfDir, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+    : fork(__filename, ['--child', mode], {
+      execArgv: profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc']
+    })
   const inbox = []
   let waiter = null
   server.on('message', (m) => { inbox.push(m); if (waiter) { waiter(); waiter = null } })
@@ -258,9 +293,21 @@ async function trial (mode, loader, { warmS, windowS }, warmKflame) {
       out.profileBytes = fs.statSync(path.join(profDir, file)).size
       fs.rmSync(profDir, { recursive: true, force: true })
     }
+    if (perfDir) {
+      // perf records from process start; count only the window's samples
+      // (-k mono: the clock of process.hrtime).
+      const script = perfScript(perfData, result.pid)
+      if (script.error) throw new Error(script.error)
+      const folded = foldPerfScript(script.text, { pid: result.pid, fromNs: result.t0Us * 1000, toNs: result.t1Us * 1000 })
+      out.samples = folded.samples
+      out.samplesTotal = foldPerfScript(script.text, { pid: result.pid }).samples
+      out.postMs = script.ms
+      fs.rmSync(perfDir, { recursive: true, force: true })
+    }
     return out
   } catch (err) {
     server.kill()
+    if (perfDir) fs.rmSync(perfDir, { recursive: true, force: true })
     throw err
   }
 }
@@ -270,6 +317,7 @@ async function trial (mode, loader, { warmS, windowS }, warmKflame) {
 async function main () {
   const args = process.argv.slice(2)
   if (args[0] === '--child') { child(args[1]); return }
+  const machine = machineNotes()
   const quick = args.includes('--quick')
   const rounds = Number(args[args.indexOf('--rounds') + 1]) || (quick ? 2 : 5)
   const timing = quick ? { warmS: 1, windowS: 3 } : { warmS: 2, windowS: 5 }
@@ -277,10 +325,14 @@ async function main () {
   const warmKflame = args.includes('--warm-kflame')
   const loader = findLoader(args)
   if (loader.missing) { console.log(`http: skipped, ${loader.missing}`); return }
+  const notes = []
+  const perf = args.includes('--no-perf') ? { ok: false, why: '--no-perf' } : perfCheck()
+  if (!perf.ok) notes.push(`perf modes skipped: ${perf.why}`)
+  const modes = perf.ok ? [...MODES, ...PERF_MODES] : MODES
 
   const runs = []
   for (let r = 0; r < rounds; r++) {
-    for (const mode of MODES) {
+    for (const mode of modes) {
       const t = await trial(mode, loader, timing, warmKflame)
       if (t.bad) console.error(`http: round ${r} ${mode}: ${t.bad} failed requests`)
       runs.push({ round: r, ...t })
@@ -289,10 +341,12 @@ async function main () {
 
   const base = runs.filter((x) => x.mode === 'none')
   const cpuPerReq = (x) => x.cpuMs * 1000 / x.requests // µs of server CPU per request
-  const rows = MODES.map((mode) => {
+  // With the CPU perf itself used in the window (0 for in-process modes).
+  const cpuPerReqTotal = (x) => (x.cpuMs + (x.profilerCpuMs || 0)) * 1000 / x.requests
+  const rows = modes.map((mode) => {
     const mine = runs.filter((x) => x.mode === mode)
     const ratio = (f) => median(mine.map((x) => f(x) / f(base.find((b) => b.round === x.round))))
-    const profiled = mode !== 'none'
+    const inProcess = mode !== 'none' && mode !== 'cpu-prof' && !isPerf(mode)
     return {
       mode,
       rps: median(mine.map((x) => x.rps)),
@@ -300,45 +354,85 @@ async function main () {
       p99Ms: median(mine.map((x) => x.p99Ms)),
       cpuUsPerReq: median(mine.map(cpuPerReq)),
       extraCpuPerReq: ratio(cpuPerReq) - 1,
+      extraCpuPerReqTotal: ratio(cpuPerReqTotal) - 1,
       rssGrowthMB: median(mine.map((x) => x.rssGrowthMB)),
-      startMs: profiled && mode !== 'cpu-prof' ? median(mine.map((x) => x.startMs)) : null,
-      stopMs: profiled && mode !== 'cpu-prof' ? median(mine.map((x) => x.stopMs)) : null,
+      profilerMaxRssMB: isPerf(mode) ? median(mine.map((x) => (x.profilerMaxRssKiB || 0) / 1024)) : null,
+      startMs: inProcess ? median(mine.map((x) => x.startMs)) : null,
+      stopMs: inProcess ? median(mine.map((x) => x.stopMs)) : null,
       exitMs: median(mine.map((x) => x.exitMs)),
+      postMs: isPerf(mode) ? median(mine.map((x) => x.postMs)) : null,
       samples: median(mine.map((x) => x.samples)),
       lost: median(mine.map((x) => x.lost || 0))
     }
   })
 
-  const pct = (x) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%`
-  const ms = (x) => x === null ? '-' : x.toFixed(2)
   console.log(`http: ${rounds} rounds, ${timing.warmS} s warm-up + ${timing.windowS} s window, ${CONNECTIONS} connections, ` +
     `${loader.name} ${loader.version}, ${runs[0].bodyBytes} B responses, ` +
-    `${warmKflame ? 'kflame pre-warmed' : 'first kflame session'}, node ${process.version}, ${os.cpus().length} CPUs, ${os.release()}`)
-  console.log('| mode | req/s (median) | req/s vs none | p99 ms | server CPU µs/req | extra CPU/req | RSS growth MB | start() ms | stop() ms | exit ms | samples |')
-  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
-  for (const r of rows) {
-    console.log(`| ${r.mode} | ${r.rps.toFixed(0)} | ${r.mode === 'none' ? '-' : pct(r.rpsChange)} | ${r.p99Ms.toFixed(2)} | ` +
-      `${r.cpuUsPerReq.toFixed(1)} | ${r.mode === 'none' ? '-' : pct(r.extraCpuPerReq)} | ${r.rssGrowthMB.toFixed(1)} | ` +
-      `${ms(r.startMs)} | ${ms(r.stopMs)} | ${r.exitMs.toFixed(0)} | ${r.mode === 'none' ? '-' : r.samples} |`)
-  }
+    `${warmKflame ? 'kflame pre-warmed' : 'first kflame session'}; ${machineLine(machine)}${perf.ok ? `; ${perf.version}` : ''}`)
+  console.log(formatTable(rows).join('\n'))
+  for (const n of notes) console.log(`\nnote: ${n}`)
   if (jsonOut) {
-    fs.mkdirSync(path.dirname(jsonOut), { recursive: true })
-    fs.writeFileSync(jsonOut, JSON.stringify({
-      date: new Date().toISOString(),
-      node: process.version,
-      kernel: os.release(),
-      cpus: os.cpus().length,
-      cpuModel: os.cpus()[0] && os.cpus()[0].model,
+    writeResults(jsonOut, machine, {
       loader: { name: loader.name, version: loader.version },
+      tools: { perf: perf.ok ? perf.version : null },
+      notes,
       connections: CONNECTIONS,
       path: REQUEST_PATH,
+      quick,
       rounds,
       warmKflame,
       ...timing,
       rows,
       runs
-    }, null, 2))
+    })
   }
 }
 
-main().catch((err) => { console.error(err); process.exitCode = 1 })
+const MODE_NAMES = {
+  none: 'unprofiled',
+  'kflame-99': 'kflame 99 Hz',
+  'kflame-999': 'kflame 999 Hz',
+  'v8-inspector': 'V8 CPU profiler (`inspector`)',
+  'cpu-prof': '`node --cpu-prof`',
+  'perf-99': '`perf record -F 99 -g` + `--perf-basic-prof`',
+  'perf-999': '`perf record -F 999 -g` + `--perf-basic-prof`'
+}
+
+// The console's table: every column.
+function formatTable (rows) {
+  const pct = (x) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%`
+  const ms = (x, d = 2) => x === null || x === undefined ? '-' : x.toFixed(d)
+  const out = []
+  out.push('| mode | req/s (median) | req/s vs none | p99 ms | server CPU µs/req | extra CPU/req | with profiler process | RSS growth MB | profiler peak RSS MB | start() ms | stop() ms | exit ms | perf script ms | samples |')
+  out.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
+  for (const r of rows) {
+    const none = r.mode === 'none'
+    out.push(`| ${r.mode} | ${r.rps.toFixed(0)} | ${none ? '-' : pct(r.rpsChange)} | ${r.p99Ms.toFixed(2)} | ` +
+      `${r.cpuUsPerReq.toFixed(1)} | ${none ? '-' : pct(r.extraCpuPerReq)} | ${none || r.extraCpuPerReqTotal === undefined ? '-' : pct(r.extraCpuPerReqTotal)} | ` +
+      `${r.rssGrowthMB.toFixed(1)} | ${ms(r.profilerMaxRssMB, 1)} | ${ms(r.startMs)} | ${ms(r.stopMs)} | ${r.exitMs.toFixed(0)} | ${ms(r.postMs, 0)} | ${none ? '-' : r.samples} |`)
+  }
+  return out
+}
+
+// The README's table from a results file (bench/table.js); `warm` is the
+// --warm-kflame run, when there is one, for its "later profile" column.
+function readmeTables (result, warm) {
+  const pct = (x) => x === null || x === undefined ? '-' : `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%`
+  const ms = (x, d) => x === null || x === undefined ? '-' : x.toFixed(d)
+  const out = []
+  out.push('| mode | req/s vs unprofiled | extra CPU / request | with profiler process | RSS growth | profiler peak RSS | `start()` ms | `stop()` ms | exit ms | p99 ms |' +
+    (warm ? ' later profile: extra CPU / request |' : ''))
+  out.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |' + (warm ? ' --- |' : ''))
+  for (const r of result.rows) {
+    if (r.mode === 'none') continue
+    const w = warm && warm.rows.find((x) => x.mode === r.mode)
+    out.push(`| ${MODE_NAMES[r.mode] || r.mode} | ${pct(r.rpsChange)} | ${pct(r.extraCpuPerReq)} | ${pct(r.extraCpuPerReqTotal)} | ` +
+      `${r.rssGrowthMB.toFixed(1)} MB | ${r.profilerMaxRssMB ? `${r.profilerMaxRssMB.toFixed(1)} MB` : '-'} | ${ms(r.startMs, 2)} | ${ms(r.stopMs, 1)} | ` +
+      `${ms(r.exitMs, 0)} | ${ms(r.p99Ms, 1)} |` + (warm ? ` ${w ? pct(w.extraCpuPerReq) : '-'} |` : ''))
+  }
+  return out
+}
+
+module.exports = { readmeTables }
+
+if (require.main === module) main().catch((err) => { console.error(err); process.exitCode = 1 })

@@ -21,7 +21,7 @@ const { execFileSync, spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { median } = require('./common')
+const { median, machineNotes, machineLine, writeResults, perfCheck } = require('./common')
 
 const ROOT = path.join(__dirname, '..')
 const FIXTURE = path.join(ROOT, 'test', 'fixtures', 'code-reuse.js')
@@ -33,7 +33,7 @@ function compileFresh (count) {
   const fns = []
   for (let i = 0; i < count; i++) {
     const name = `f${serial++}`
-    const fn = (0, eval)(`(function ${name} (n) { let x = 0; for (let k = 0; k < n; k++) x += k ^ ${i}; return x })`)
+    const fn = (0, eval)(`(function ${name} (n) { let x = 0; for (let k = 0; k < n; k++) x += k ^ ${i}; return x })`) // eslint-disable-line no-eval
     fn(50)
     fns.push(fn)
   }
@@ -48,7 +48,11 @@ function childArm (functions) {
   const t = process.hrtime.bigint()
   binding.arm()
   const armMs = Number(process.hrtime.bigint() - t) / 1e6
-  return { functions: keep.length, armMs, entries: binding.writePerfMap(path.join(os.tmpdir(), `kflame-arm-${process.pid}.map`)) }
+  // The map is written only to count the code ranges V8 reported.
+  const map = path.join(os.tmpdir(), `kflame-arm-${process.pid}.map`)
+  const entries = binding.writePerfMap(map)
+  fs.rmSync(map, { force: true })
+  return { functions: keep.length, armMs, entries }
 }
 
 function childCompile (mode) {
@@ -56,7 +60,7 @@ function childCompile (mode) {
   compileFresh(500) // warm up
   const t = process.hrtime.bigint()
   compileFresh(5000)
-  return { mode, ms: Number(process.hrtime.bigint() - t) / 1e6 }
+  return { mode, pid: process.pid, ms: Number(process.hrtime.bigint() - t) / 1e6 }
 }
 
 function childChurn (mode, seconds) {
@@ -101,9 +105,18 @@ function mapSize (file) {
 
 // --- runs -------------------------------------------------------------------
 
+// Each child runs in a directory of its own, removed after: --perf-basic-prof
+// makes V8 leave an isolate-*.log in the cwd. Its /tmp/perf-PID.map goes too.
 function run (flags, args, env = {}) {
-  return JSON.parse(execFileSync(process.execPath, [...flags, __filename, ...args],
-    { encoding: 'utf8', env: { ...process.env, ...env }, maxBuffer: 64 << 20 }))
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-jit-'))
+  try {
+    const r = JSON.parse(execFileSync(process.execPath, [...flags, __filename, ...args],
+      { cwd: dir, encoding: 'utf8', env: { ...process.env, ...env }, maxBuffer: 64 << 20 }))
+    if (r.pid && flags.includes('--perf-basic-prof')) fs.rmSync(`/tmp/perf-${r.pid}.map`, { force: true })
+    return r
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
 }
 
 const NATIVE_STACK = '--interpreted-frames-native-stack'
@@ -154,19 +167,28 @@ function benchReuse () {
   }
   out.kflame = { phaseBSamples: inB, namedAfterDead: dead, evicted: k.stats.details.codeEvicted, moved: k.stats.details.codeMoved }
 
-  const data = path.join(os.tmpdir(), `kflame-reuse-${process.pid}.data`)
+  const perf = perfCheck()
+  if (!perf.ok) {
+    out.perf = { skipped: perf.why }
+    return out
+  }
+  // In a directory of its own: --perf-basic-prof makes V8 leave an
+  // isolate-*.log in the cwd.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-reuse-'))
+  const data = path.join(dir, 'perf.data')
   const rec = spawnSync('perf', ['record', '-q', '-F', '999', '-g', '-k', 'mono', '-o', data, '--',
     process.execPath, '--perf-basic-prof', NATIVE_STACK, '--expose-gc', '--compact-on-every-full-gc', FIXTURE, '--no-kflame'],
-  { encoding: 'utf8', maxBuffer: 64 << 20 })
+  { cwd: dir, encoding: 'utf8', maxBuffer: 64 << 20 })
   if (rec.status !== 0) {
+    fs.rmSync(dir, { recursive: true, force: true })
     out.perf = { skipped: `perf record failed: ${(rec.stderr || String(rec.error)).trim().split('\n')[0]}` }
     return out
   }
   const truth = JSON.parse(rec.stdout).truth
   const script = spawnSync('perf', ['script', '-i', data, '-F', 'pid,tid,time,ip,sym'], { encoding: 'utf8', maxBuffer: 512 << 20 })
-  fs.rmSync(data, { force: true })
+  fs.rmSync(dir, { recursive: true, force: true })
   const pidLine = /^\s*(\d+)\/\d+/m.exec(script.stdout)
-  let c = { inB: 0, dead: 0 }
+  const c = { inB: 0, dead: 0 }
   // -F pid,tid gives "PID/TID TIME:"; the main thread's tid is its pid.
   for (const block of script.stdout.split('\n\n')) {
     const h = /^\s*(\d+)\/(\d+)\s+(\d+\.\d+):/.exec(block)
@@ -191,17 +213,19 @@ function main () {
     process.stdout.write(JSON.stringify(r))
     return
   }
+  const machine = machineNotes()
   const quick = args.includes('--quick')
   const jsonOut = args.includes('--json') ? args[args.indexOf('--json') + 1] : null
   const churnSeconds = quick ? 15 : 120
   const result = {
-    date: new Date().toISOString(), node: process.version, kernel: os.release(), cpus: os.cpus().length, quick,
+    quick,
+    churnSeconds,
     arm: benchArm(),
     compile: benchCompile(quick ? 3 : 7),
     churn: benchChurn(churnSeconds),
     reuse: benchReuse()
   }
-  console.log(`jit: node ${process.version}, ${os.cpus().length} CPUs, ${os.release()}`)
+  console.log(`jit: ${machineLine(machine)}`)
   console.log('\narming the hook (V8 reports existing code):')
   for (const a of result.arm) console.log(`  heap with ${a.functions} extra functions: ${a.armMs.toFixed(1)} ms, ${a.entries} code ranges`)
   console.log('\ncompiling 1000 functions (median):')
@@ -216,13 +240,45 @@ function main () {
   }
   console.log('\naddress reuse: phase-B samples named after dead phase-A functions')
   for (const [mode, r] of Object.entries(result.reuse)) {
-    console.log(r.skipped ? `  ${mode}: skipped (${r.skipped})`
+    console.log(r.skipped
+      ? `  ${mode}: skipped (${r.skipped})`
       : `  ${mode}: ${r.namedAfterDead} of ${r.phaseBSamples} (${(100 * r.namedAfterDead / Math.max(1, r.phaseBSamples)).toFixed(1)}%)`)
   }
-  if (jsonOut) {
-    fs.mkdirSync(path.dirname(jsonOut), { recursive: true })
-    fs.writeFileSync(jsonOut, JSON.stringify(result, null, 2))
-  }
+  if (jsonOut) writeResults(jsonOut, machine, result)
 }
 
-main()
+// The README's table from a results file (bench/table.js).
+function readmeTables (result) {
+  const n = (x) => Math.round(x).toLocaleString('en-US')
+  const kib = (b) => b >= 2 ** 20 * 10 ? `${n(b / 2 ** 20)} MiB` : `${n(b / 1024)} KiB`
+  const out = []
+  out.push('| measure | kflame | `--perf-basic-prof` |')
+  out.push('| --- | --- | --- |')
+  const [fresh, big] = result.arm
+  out.push(`| arming the hook (V8 reports existing code): fresh heap | ${fresh.armMs.toFixed(1)} ms (${n(fresh.entries)} code ranges) | - |`)
+  if (big) out.push(`| arming the hook: heap with ${n(big.functions)} more functions | ${big.armMs.toFixed(1)} ms (${n(big.entries)} code ranges) | - |`)
+  const c = Object.fromEntries(result.compile.map((x) => [x.mode, x]))
+  out.push(`| compiling 1,000 functions (no hook: ${c.none.msPer1000.toFixed(1)} ms) | ${c.kflame.msPer1000.toFixed(1)} ms (x${c.kflame.ratio.toFixed(2)}) | ` +
+    `${c['perf-basic-prof'].msPer1000.toFixed(1)} ms (x${c['perf-basic-prof'].ratio.toFixed(2)}) |`)
+  const churn = (r) => {
+    const first = r.points[0]
+    const last = r.points[r.points.length - 1]
+    return `${n(first.lines)} -> **${n(last.lines)} lines**, ${kib(last.bytes)}, for ${n(last.compiled)} functions compiled`
+  }
+  const seconds = result.churnSeconds || result.churn.kflame.points.slice(-1)[0].s
+  out.push(`| perf map after ${seconds} s of churn (compile 200 functions, run, drop, GC, repeat) | ${churn(result.churn.kflame)} | ${churn(result.churn['perf-basic-prof'])} |`)
+  const k = result.churn.kflame
+  if (k.codeBytes) out.push(`| code map memory at the end of that run | ${n(k.codeEntries)} entries, ${kib(k.codeBytes)} | - |`)
+  const reuse = (r) => {
+    if (r.skipped) return `skipped: ${r.skipped}`
+    const share = r.namedAfterDead ? ` (${(100 * r.namedAfterDead / r.phaseBSamples).toFixed(1)}%)` : ''
+    return `**${r.namedAfterDead} of ${r.phaseBSamples}${share}**`
+  }
+  out.push('| code-address reuse (`test/fixtures/code-reuse.js`; perf: `perf record -g -k mono`): phase-B samples named after a dead phase-A function | ' +
+    `${reuse(result.reuse.kflame)} | ${result.reuse.perf ? reuse(result.reuse.perf) : '-'} |`)
+  return out
+}
+
+module.exports = { readmeTables }
+
+if (require.main === module) main()

@@ -7,10 +7,8 @@
 //
 //   node bench/labels.js [--rounds N] [--json bench/results/labels.json]
 
-const fs = require('node:fs')
-const path = require('node:path')
 const kflame = require('..')
-const { median } = require('./common')
+const { median, machineNotes, machineLine, writeResults, option } = require('./common')
 
 const CALLS = 1e6
 
@@ -39,9 +37,9 @@ const modes = {
 
 function main () {
   const args = process.argv.slice(2)
-  const at = (name) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined }
-  const rounds = Number(at('--rounds') || 9)
-  const json = at('--json')
+  const rounds = Number(option(args, '--rounds') || 9)
+  const json = option(args, '--json')
+  const machine = machineNotes()
   const ns = Object.fromEntries(Object.keys(modes).map((m) => [m, []]))
   for (const run of Object.values(modes)) run() // warm up the JIT
   for (let r = 0; r < rounds; r++) {
@@ -53,13 +51,10 @@ function main () {
     nsPerCall: +median(ns[m]).toFixed(2),
     extraNs: m === 'direct' ? 0 : +(median(ns[m]) - direct).toFixed(2)
   }))
-  console.log(`kflame.label() cost, ${rounds} rounds, medians (node ${process.version})`)
+  console.log(`kflame.label() cost, ${rounds} rounds, medians (${machineLine(machine)})`)
   console.log('mode                     ns/call   extra ns')
   for (const r of rows) console.log(`${r.mode.padEnd(24)} ${String(r.nsPerCall).padStart(8)} ${String(r.extraNs).padStart(10)}`)
-  if (json) {
-    fs.mkdirSync(path.dirname(path.resolve(json)), { recursive: true })
-    fs.writeFileSync(json, JSON.stringify({ date: new Date().toISOString(), node: process.version, rounds, rows }, null, 2) + '\n')
-  }
+  if (json) writeResults(json, machine, { rounds, rows })
   if (sink < 0) console.log(sink)
 }
 

@@ -27,24 +27,12 @@ const crypto = require('node:crypto')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { median } = require('./common')
+// Seeded (mulberry32), so every run (and every tool) sees the same bytes.
+const { median, mulberry32, option, hasGnuTime, TIME, machineNotes, machineLine, writeResults } = require('./common')
 
 const ROOT = path.join(__dirname, '..')
-const TIME = '/usr/bin/time'
 
 // --- synthetic profiles ----------------------------------------------------
-
-// Seeded, so every run (and every tool) sees the same bytes.
-function mulberry32 (seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 function mix (h) {
   h = Math.imul(h ^ (h >>> 16), 0x85ebca6b)
@@ -256,8 +244,6 @@ function tools (opts) {
   return list
 }
 
-const hasGnuTime = () => fs.existsSync(TIME) && spawnSync(TIME, ['-f', '%M', 'true'], { encoding: 'utf8' }).status === 0
-
 // Runs argv to completion or timeout. Peak RSS from GNU time's %M when it is
 // there (the kernel's own rusage figure); otherwise by polling VmHWM, which
 // is a high-water mark and so misses at most the growth after the last poll.
@@ -329,11 +315,6 @@ function checkSvg (file) {
 
 // --- main ----------------------------------------------------------------------
 
-function option (args, flag, env) {
-  const i = args.indexOf(flag)
-  return i >= 0 ? args[i + 1] : process.env[env]
-}
-
 function resolvePeers (args) {
   const notes = []
   let pl = option(args, '--flamegraph-pl', 'FLAMEGRAPH_PL')
@@ -359,6 +340,7 @@ function resolvePeers (args) {
 
 async function main () {
   const args = process.argv.slice(2)
+  const machine = machineNotes()
   const quick = args.includes('--quick')
   const keep = args.includes('--keep')
   const jsonOut = option(args, '--json')
@@ -448,8 +430,8 @@ async function main () {
   }
 
   const mib = (k) => k ? (k / 1024).toFixed(1) : '?'
-  console.log(`render: ${quick ? 'quick, 1 run each' : 'median of 5 runs (10k) / 3 runs (100k)'}, node ${process.version}, ` +
-    `${os.cpus().length} CPUs, ${os.release()}, timeout ${timeoutS} s, max RSS from ${gnuTime ? 'GNU time %M' : 'VmHWM polling'}`)
+  console.log(`render: ${quick ? 'quick, 1 run each' : 'median of 5 runs (10k) / 3 runs (100k)'}; ${machineLine(machine)}; ` +
+    `timeout ${timeoutS} s, max RSS from ${gnuTime ? 'GNU time %M' : 'VmHWM polling'}`)
   console.log('')
   console.log('| input lines | tool | median ms | CPU ms | max RSS MiB | SVG KiB | frames drawn | valid XML | time ÷ kflame |')
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |')
@@ -470,13 +452,7 @@ async function main () {
 
   if (jsonOut) {
     const perl = peers.pl ? spawnSync('perl', ['-e', 'print $^V'], { encoding: 'utf8' }).stdout : null
-    fs.mkdirSync(path.dirname(path.resolve(jsonOut)), { recursive: true })
-    fs.writeFileSync(jsonOut, JSON.stringify({
-      date: new Date().toISOString(),
-      node: process.version,
-      kernel: os.release(),
-      cpus: os.cpus().length,
-      cpuModel: os.cpus()[0]?.model,
+    writeResults(jsonOut, machine, {
       totalMemMiB: Math.round(os.totalmem() / 2 ** 20),
       quick,
       timeoutS,
@@ -490,8 +466,32 @@ async function main () {
       inputs: inputs.map(({ file, cpuprofile, ...rest }) => rest),
       rows,
       runs
-    }, null, 2) + '\n')
+    })
   }
 }
 
-main().catch((err) => { console.error(err); process.exitCode = 1 })
+// The README's table from a results file (bench/table.js).
+function readmeTables (result) {
+  const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(1)} MiB`
+  const n = (x) => Math.round(x).toLocaleString('en-US')
+  const out = []
+  out.push('| input | tool | median | peak RSS | SVG | frames drawn | valid XML | time / kflame |')
+  out.push('| --- | --- | --- | --- | --- | --- | --- | --- |')
+  let last = null
+  for (const r of result.rows) {
+    const input = result.inputs.find((i) => i.lines === r.lines)
+    const first = r.lines !== last
+    last = r.lines
+    const bold = (x) => r.tool === 'kflame' ? `**${x}**` : x
+    const time = r.status === 'ok' ? `${n(r.ms)} ms` : `${r.status} (${n(r.ms)} ms)`
+    out.push(`| ${first ? `${n(r.lines)} lines${input ? ` (${mib(input.bytes)})` : ''}` : ''} | ${bold(r.tool)} | ${bold(time)} | ` +
+      `${r.maxRssKiB ? `${n(r.maxRssKiB / 1024)} MiB` : '-'} | ${r.svgBytes != null ? mib(r.svgBytes) : '-'} | ` +
+      `${r.framesDrawn != null ? n(r.framesDrawn) : '-'} | ${r.valid == null ? '-' : r.valid ? 'yes' : 'NO'} | ` +
+      `${r.vsKflame != null ? `${r.vsKflame.toFixed(1)}x` : '-'} |`)
+  }
+  return out
+}
+
+module.exports = { readmeTables }
+
+if (require.main === module) main().catch((err) => { console.error(err); process.exitCode = 1 })

@@ -1,0 +1,142 @@
+'use strict'
+
+// The README's "Measured numbers" tables, from bench/results/*.json: one
+// table (or two) per benchmark, each under a line saying what ran, when and
+// on what machine, so the README is regenerated from the results rather than
+// typed by hand. Each benchmark formats its own results (its module exports
+// formatTables or readmeTables); this file only finds, orders and frames them.
+//
+//   node bench/table.js [--dir bench/results]              markdown on stdout
+//   node bench/table.js --readme [README.md]               also replaces the text between
+//                                                          <!-- bench:tables:begin --> and
+//                                                          <!-- bench:tables:end --> in that file
+
+const fs = require('node:fs')
+const path = require('node:path')
+const { machineLine, option } = require('./common')
+
+const ROOT = path.join(__dirname, '..')
+const BEGIN = '<!-- bench:tables:begin -->'
+const END = '<!-- bench:tables:end -->'
+
+// In README order. `about` says what the numbers are, from the results file.
+const BENCHES = [
+  {
+    file: 'overhead.json',
+    title: 'Profiling cost',
+    script: 'bench/overhead.js',
+    about: (r) => `${r.quick ? 'quick run, ' : ''}${r.rounds} rounds, modes alternating, a fresh process per trial` +
+      (r.tools && r.tools.perf ? `; ${r.tools.perf}` : '') + (r.tools && r.tools.zeroX ? `; 0x ${r.tools.zeroX}` : ''),
+    tables: (r) => require('./overhead').formatTables(r.rows)
+  },
+  {
+    file: 'accuracy.json',
+    title: 'Accuracy and naming',
+    script: 'bench/accuracy.js',
+    about: (r) => `${r.quick ? 'quick run, ' : ''}${r.rounds} rounds of ${r.seconds} s per tool${r.periodic ? ', periodic split' : ''}` +
+      (r.tools && r.tools.perf ? `; ${r.tools.perf}` : ''),
+    tables: (r) => require('./accuracy').formatTables(r)
+  },
+  {
+    file: 'http.json',
+    title: 'An HTTP server under load',
+    script: 'bench/http.js',
+    about: (r) => `${r.quick ? 'quick run, ' : ''}${r.rounds} rounds, ${r.warmS} s warm-up + ${r.windowS} s window, ${r.connections} connections, ` +
+      `${r.loader.name} ${r.loader.name === 'wrk' ? '' : r.loader.version}`.trim() +
+      (r.tools && r.tools.perf ? `; ${r.tools.perf}` : ''),
+    // The --warm-kflame run, when there is one, adds the later-profile column.
+    tables: (r, dir) => require('./http').readmeTables(r, readJson(path.join(dir, 'http-warm.json')))
+  },
+  {
+    file: 'jit.json',
+    title: 'JIT code map against `--perf-basic-prof`',
+    script: 'bench/jit.js',
+    about: (r) => r.quick ? 'quick run' : 'full run',
+    tables: (r) => require('./jit').readmeTables(r)
+  },
+  {
+    file: 'render.json',
+    title: 'Flame graph rendering against flamegraph.pl',
+    script: 'bench/render.js',
+    about: (r) => (r.quick ? 'quick run, 1 render each' : 'median of 5 renders (10k lines) and 3 (100k)') +
+      `, peak RSS from ${r.rssSource || '?'}` +
+      (r.peers && r.peers.notes && r.peers.notes.length ? `; ${r.peers.notes.join('; ')}` : ''),
+    tables: (r) => require('./render').readmeTables(r)
+  },
+  {
+    file: 'labels.json',
+    title: 'The cost of `kflame.label()`',
+    script: 'bench/labels.js',
+    about: (r) => `${r.rounds} rounds, medians`,
+    // bench/labels.js runs on require; its one small table is drawn here.
+    tables: (r) => [
+      '| call | ns per call | extra ns |',
+      '| --- | --- | --- |',
+      ...r.rows.map((x) => `| ${x.mode} | ${x.nsPerCall} | ${x.mode === 'direct' ? '-' : x.extraNs} |`)
+    ]
+  }
+]
+// Read alongside another file, never on their own.
+const COMPANIONS = new Set(['http-warm.json'])
+
+function readJson (file) {
+  try { return JSON.parse(fs.readFileSync(file, 'utf8')) } catch { return null }
+}
+
+// Results written before machineNotes() had the fields at the top level.
+const machineOf = (r) => r.machine || { date: r.date, cpuModel: r.cpuModel, cpus: r.cpus, kernel: r.kernel, node: r.node }
+
+function render (dir) {
+  const out = []
+  const seen = new Set()
+  for (const b of BENCHES) {
+    const file = path.join(dir, b.file)
+    const r = readJson(file)
+    seen.add(b.file)
+    if (!r) {
+      console.error(`table: no ${path.relative(ROOT, file)}; run \`node ${b.script} --json ${path.relative(ROOT, file)}\``)
+      continue
+    }
+    const m = machineOf(r)
+    const date = m.date ? m.date.slice(0, 10) : 'undated'
+    out.push(`**${b.title}** (\`${b.script}\`, ${date}; ${b.about(r)}; ${machineLine(m)}):`)
+    out.push('')
+    out.push(...b.tables(r, dir))
+    for (const n of r.notes || []) out.push('', `Note: ${n}`)
+    out.push('')
+  }
+  for (const f of fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort()) {
+    if (!seen.has(f) && !COMPANIONS.has(f)) console.error(`table: ${f} is not a known benchmark's results; left out`)
+  }
+  return out.join('\n')
+}
+
+// Replaces the text between the markers; false when they are not both there.
+function replaceInReadme (file, tables) {
+  const text = fs.readFileSync(file, 'utf8')
+  const b = text.indexOf(BEGIN)
+  const e = text.indexOf(END)
+  if (b < 0 || e < b) return false
+  const next = `${text.slice(0, b + BEGIN.length)}\n${tables}\n${text.slice(e)}`
+  if (next !== text) fs.writeFileSync(file, next)
+  return true
+}
+
+function main () {
+  const args = process.argv.slice(2)
+  const dir = path.resolve(option(args, '--dir') || path.join(__dirname, 'results'))
+  const tables = render(dir)
+  process.stdout.write(tables + '\n')
+  const i = args.indexOf('--readme')
+  if (i >= 0) {
+    const next = args[i + 1]
+    const readme = path.resolve(next && !next.startsWith('--') ? next : path.join(ROOT, 'README.md'))
+    if (replaceInReadme(readme, tables)) console.error(`table: tables written into ${readme}`)
+    else {
+      console.error(`table: ${readme} has no ${BEGIN} ... ${END} markers; left unchanged`)
+      process.exitCode = 1
+    }
+  }
+}
+
+main()
