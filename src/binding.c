@@ -215,25 +215,38 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
 
 /* { line: Uint32Array, time: Float64Array (µs, CLOCK_MONOTONIC),
  *   tid: Uint32Array }: every sample, tied to its line of the folded text. */
+/* Sets obj[key] to a new Uint32Array (u32) or Float64Array of n elements;
+ * *data is its memory (NULL when n is 0). Returns 0, or -1 with an
+ * exception pending. */
+static int add_typed_array(napi_env env, napi_value obj, const char *key,
+                           int u32, size_t n, void **data) {
+  napi_value ab, arr;
+  if (napi_create_arraybuffer(env, n * (u32 ? 4 : 8), data, &ab) != napi_ok ||
+      napi_create_typedarray(env, u32 ? napi_uint32_array : napi_float64_array,
+                             n, ab, 0, &arr) != napi_ok ||
+      napi_set_named_property(env, obj, key, arr) != napi_ok) {
+    napi_throw_error(env, "KFLAME_ERR_NAPI", "out of memory building the profile");
+    return -1;
+  }
+  return 0;
+}
+
+/* Every sample as { line, time (µs), tid } typed arrays. */
 static napi_value make_samples(napi_env env, const kf_profile_t *p) {
   size_t n = p->nsamples;
-  void *line_data, *time_data, *tid_data;
-  napi_value o, line_ab, time_ab, tid_ab, line, time, tid;
+  napi_value o;
   CHECK(env, napi_create_object(env, &o));
-  CHECK(env, napi_create_arraybuffer(env, n * 4, &line_data, &line_ab));
-  CHECK(env, napi_create_arraybuffer(env, n * 8, &time_data, &time_ab));
-  CHECK(env, napi_create_arraybuffer(env, n * 4, &tid_data, &tid_ab));
+  uint32_t *line, *tid;
+  double *time;
+  if (add_typed_array(env, o, "line", 1, n, (void **)&line) ||
+      add_typed_array(env, o, "time", 0, n, (void **)&time) ||
+      add_typed_array(env, o, "tid", 1, n, (void **)&tid))
+    return NULL;
   for (size_t i = 0; i < n; i++) {
-    ((uint32_t *)line_data)[i] = p->samples[i].line;
-    ((double *)time_data)[i] = (double)p->samples[i].time / 1e3;
-    ((uint32_t *)tid_data)[i] = p->samples[i].tid;
+    line[i] = p->samples[i].line;
+    time[i] = (double)p->samples[i].time / 1e3;
+    tid[i] = p->samples[i].tid;
   }
-  CHECK(env, napi_create_typedarray(env, napi_uint32_array, n, line_ab, 0, &line));
-  CHECK(env, napi_create_typedarray(env, napi_float64_array, n, time_ab, 0, &time));
-  CHECK(env, napi_create_typedarray(env, napi_uint32_array, n, tid_ab, 0, &tid));
-  CHECK(env, napi_set_named_property(env, o, "line", line));
-  CHECK(env, napi_set_named_property(env, o, "time", time));
-  CHECK(env, napi_set_named_property(env, o, "tid", tid));
   return o;
 }
 
@@ -241,27 +254,21 @@ static napi_value make_samples(napi_env env, const kf_profile_t *p) {
  * dropped. */
 static napi_value make_labels(napi_env env, const kf_labels_t *log) {
   size_t n = log->count;
-  void *tid_data, *start_data, *end_data, *name_data;
-  napi_value o, ab, arr, names, s;
+  napi_value o, names, s;
   CHECK(env, napi_create_object(env, &o));
-  CHECK(env, napi_create_arraybuffer(env, n * 4, &tid_data, &ab));
-  CHECK(env, napi_create_typedarray(env, napi_uint32_array, n, ab, 0, &arr));
-  CHECK(env, napi_set_named_property(env, o, "tid", arr));
-  CHECK(env, napi_create_arraybuffer(env, n * 8, &start_data, &ab));
-  CHECK(env, napi_create_typedarray(env, napi_float64_array, n, ab, 0, &arr));
-  CHECK(env, napi_set_named_property(env, o, "start", arr));
-  CHECK(env, napi_create_arraybuffer(env, n * 8, &end_data, &ab));
-  CHECK(env, napi_create_typedarray(env, napi_float64_array, n, ab, 0, &arr));
-  CHECK(env, napi_set_named_property(env, o, "end", arr));
-  CHECK(env, napi_create_arraybuffer(env, n * 4, &name_data, &ab));
-  CHECK(env, napi_create_typedarray(env, napi_uint32_array, n, ab, 0, &arr));
-  CHECK(env, napi_set_named_property(env, o, "name", arr));
+  uint32_t *tid, *name;
+  double *start, *end;
+  if (add_typed_array(env, o, "tid", 1, n, (void **)&tid) ||
+      add_typed_array(env, o, "start", 0, n, (void **)&start) ||
+      add_typed_array(env, o, "end", 0, n, (void **)&end) ||
+      add_typed_array(env, o, "name", 1, n, (void **)&name))
+    return NULL;
   for (size_t i = 0; i < n; i++) {
     const kf_label_t *l = &log->labels[i];
-    ((uint32_t *)tid_data)[i] = l->tid;
-    ((double *)start_data)[i] = (double)l->start_ns / 1e3;
-    ((double *)end_data)[i] = (double)l->end_ns / 1e3;
-    ((uint32_t *)name_data)[i] = l->name;
+    tid[i] = l->tid;
+    start[i] = (double)l->start_ns / 1e3;
+    end[i] = (double)l->end_ns / 1e3;
+    name[i] = l->name;
   }
   CHECK(env, napi_create_array_with_length(env, log->nnames, &names));
   for (size_t i = 0; i < log->nnames; i++) {
