@@ -48,6 +48,14 @@ const BENCHES = [
     tables: (r, dir) => require('./http').readmeTables(r, readJson(path.join(dir, 'http-warm.json')))
   },
   {
+    file: 'stop.json',
+    title: 'What `/stop` holds the event loop for',
+    script: 'bench/stop.js',
+    about: (r) => `${r.quick ? 'quick run, ' : ''}median of ${r.rounds}, a fresh process per profile after a warm-up profile; ` +
+      'each rendering on its own after stop()',
+    tables: (r) => require('./stop').readmeTables(r)
+  },
+  {
     file: 'jit.json',
     title: 'JIT code map against `--perf-basic-prof`',
     script: 'bench/jit.js',
