@@ -28,6 +28,13 @@ function parseFoldedText (text) {
   return { stacks, lines, badLines }
 }
 
+// Map(stack text -> count) -> { keys (sorted), folded }: kflame's folded
+// output order, one line per stack.
+function foldedOf (stacks) {
+  const keys = [...stacks.keys()].sort()
+  return { keys, folded: keys.map((k) => `${k} ${stacks.get(k)}\n`).join('') }
+}
+
 function fromFolded (text, options = {}) {
   if (typeof text !== 'string') {
     throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', 'fromFolded(text): text must be a string')
@@ -37,8 +44,7 @@ function fromFolded (text, options = {}) {
     throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', 'fromFolded(text, { hz }): hz must be a positive integer')
   }
   const { stacks, lines, badLines } = parseFoldedText(text)
-  const keys = [...stacks.keys()].sort()
-  const folded = keys.map((k) => `${k} ${stacks.get(k)}\n`).join('')
+  const { keys, folded } = foldedOf(stacks)
   let samples = 0
   const roots = new Set()
   for (const k of keys) {
@@ -60,4 +66,4 @@ function fromFolded (text, options = {}) {
   return new Profile(folded, stats, null)
 }
 
-module.exports = { fromFolded, parseFoldedText }
+module.exports = { fromFolded, parseFoldedText, foldedOf }

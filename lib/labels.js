@@ -11,6 +11,7 @@
 
 const binding = require('./binding')
 const { kflameError } = require('./errors')
+const { foldedOf } = require('./folded')
 
 // Int32Array over the C word; absent where V8 forbids external buffers.
 const recording = binding.labelsRecording || new Int32Array([1])
@@ -100,14 +101,11 @@ function applyLabels (folded, samples, labels) {
       counts.set(key, (counts.get(key) || 0) + 1)
     }
   }
-  const keys = [...counts.keys()].sort()
-  const index = new Map(keys.map((k, i) => [k, i]))
+  const relabelled = foldedOf(counts)
+  const index = new Map(relabelled.keys.map((k, i) => [k, i]))
   const line = new Uint32Array(samples.line.length)
   for (let i = 0; i < line.length; i++) line[i] = index.get(keyOf[i])
-  return {
-    folded: keys.map((k) => `${k} ${counts.get(k)}\n`).join(''),
-    samples: { line, time: samples.time, tid: samples.tid }
-  }
+  return { folded: relabelled.folded, samples: { line, time: samples.time, tid: samples.tid } }
 }
 
 // tid -> intervals sorted by start (an enclosing label before the ones it

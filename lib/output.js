@@ -1,8 +1,9 @@
 'use strict'
 
-// One place for "which format does this file name ask for" and "write a
-// Profile in a format", shared by register.js (a profile per process) and the
-// CLI (merged profiles), so both accept exactly the same names.
+// One place for "which format does this file name ask for", "write a
+// Profile in a format" and the line that says so, shared by register.js (a
+// profile per process) and the CLI (merged profiles), so both accept exactly
+// the same names and speak alike.
 
 const fs = require('node:fs')
 const path = require('node:path')
@@ -91,7 +92,22 @@ function writeProfile (profile, file, format = formatOfPath(file), svgOptions) {
   return format
 }
 
+// A command line as a flame graph's title, shortened to fit one.
+const TITLE_MAX = 200
+function commandTitle (words) {
+  const title = words.join(' ')
+  return title.length > TITLE_MAX ? title.slice(0, TITLE_MAX - 1) + '…' : title
+}
+
+// One "kflame: ..." line on stderr. Synchronous: register also writes from
+// 'exit', where asynchronous writes are lost.
+function stderrLine (text) {
+  try { fs.writeSync(2, `kflame: ${text}\n`) } catch {}
+}
+
 module.exports = {
+  commandTitle,
+  stderrLine,
   FORMATS,
   EXTENSIONS,
   EXTENSION_LIST,

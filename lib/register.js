@@ -21,13 +21,13 @@ const { isMainThread } = require('node:worker_threads')
 const { kflameError } = require('./errors')
 const { checkStartOptions, DEFAULTS } = require('./options')
 const output = require('./output')
+const { stderrLine } = output
 
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP']
 // Per isolate: a second copy of this module (kflame/register through a
 // symlink and ./register.js by path, or -r and --import together) must not
 // start a second profile.
 const LOADED = Symbol.for('kflame.register.loaded')
-const TITLE_MAX = 200
 
 function configError (message) {
   return kflameError(Error, 'KFLAME_ERR_CONFIG', message)
@@ -164,16 +164,10 @@ function signalExitListeners () {
   return n
 }
 
-function stderrLine (text) {
-  // Synchronous: this also runs in 'exit', where async writes are lost.
-  try { fs.writeSync(2, `kflame: ${text}\n`) } catch {}
-}
-
 // "node app.js --port 80", shortened: the flame graph's title.
 function titleOf (argv = process.argv) {
   const script = argv[1] ? path.relative(process.cwd(), argv[1]) || argv[1] : '[eval]'
-  const title = ['node', script, ...argv.slice(2)].join(' ')
-  return title.length > TITLE_MAX ? title.slice(0, TITLE_MAX - 1) + '…' : title
+  return output.commandTitle(['node', script, ...argv.slice(2)])
 }
 
 function displayPath (file, cwd) {

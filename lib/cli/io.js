@@ -4,7 +4,6 @@
 // before any work is done, writing a Profile (lib/output.js) with a failure
 // that is a message rather than a stack, and one-line notes on stderr.
 
-const fs = require('node:fs')
 const output = require('../output')
 const { kflameError } = require('../errors')
 const { usageError } = require('./args')
@@ -31,8 +30,4 @@ function writeOutput (profile, file, svgOptions) {
   }
 }
 
-function stderrLine (text) {
-  try { fs.writeSync(2, `kflame: ${text}\n`) } catch {}
-}
-
-module.exports = { failure, checkOutputPath, writeOutput, stderrLine }
+module.exports = { failure, checkOutputPath, writeOutput, stderrLine: output.stderrLine }

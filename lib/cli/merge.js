@@ -8,6 +8,7 @@ const path = require('node:path')
 const { parse, usageError, positiveInteger } = require('./args')
 const { checkOutputPath, writeOutput, stderrLine } = require('./io')
 const help = require('./help')
+const { parseFoldedText, foldedOf } = require('../folded')
 
 const SPEC = {
   output: { type: 'string', short: 'o' },
@@ -43,7 +44,6 @@ function listInputs (args) {
  * badFiles: [[file, badLines]] }. `folded` is sorted, one line per stack.
  */
 function mergeFiles (files) {
-  const { parseFoldedText } = require('../folded')
   const merged = new Map()
   let lines = 0
   let badLines = 0
@@ -55,10 +55,9 @@ function mergeFiles (files) {
     if (parsed.badLines) badFiles.push([file, parsed.badLines])
     for (const [stack, count] of parsed.stacks) merged.set(stack, (merged.get(stack) || 0) + count)
   }
-  const keys = [...merged.keys()].sort()
+  const { keys, folded } = foldedOf(merged)
   let samples = 0
-  for (const k of keys) samples += merged.get(k)
-  const folded = keys.map((k) => `${k} ${merged.get(k)}\n`).join('')
+  for (const count of merged.values()) samples += count
   return { folded, samples, stacks: keys.length, lines, badLines, badFiles }
 }
 

@@ -13,10 +13,10 @@ const { parse, usageError } = require('./args')
 const { checkOutputPath, writeOutput, stderrLine } = require('./io')
 const { listInputs, mergeFiles, badLinesWarning, plural } = require('./merge')
 const help = require('./help')
+const { commandTitle } = require('../output')
 
 const REGISTER = path.join(__dirname, '..', '..', 'register.js')
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']
-const TITLE_MAX = 200
 
 const SPEC = {
   output: { type: 'string', short: 'o' },
@@ -46,11 +46,6 @@ function checkHz (value) {
     throw usageError(`--hz ${err.message.replace(/^start\(options\): hz /, '')}`)
   }
   return Number(value)
-}
-
-function titleOf (command) {
-  const title = command.join(' ')
-  return title.length > TITLE_MAX ? title.slice(0, TITLE_MAX - 1) + '…' : title
 }
 
 // Whether `name` is a file the PATH search could have meant. execvp says
@@ -119,7 +114,7 @@ async function run (argv) {
   try {
     collect(dir, values.output || `kflame-${result.pid}.svg`, {
       hz,
-      title: values.title !== undefined ? values.title : titleOf(command)
+      title: values.title !== undefined ? values.title : commandTitle(command)
     })
   } catch (err) {
     // The command's outcome matters more than the profile's: report, then
