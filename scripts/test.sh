@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: C unit tests (plain, under ASan/UBSan, and the code
-# map under TSan), then the tap tests. Run as root, the tap tests run a
+# map under TSan), a short run of each fuzz target (KFLAME_FUZZ_SECONDS, 15),
+# then the tap tests. Run as root, the tap tests run a
 # second time as an unprivileged user, because what kflame may sample
 # (kernel frames, locked memory) differs. Then the tap tests once more on
 # another Node major (KFLAME_OTHER_NODE, default 22; "none" skips it).
@@ -13,6 +14,8 @@ echo "== C unit tests under AddressSanitizer and UBSan"
 make -s -C test/c run SANITIZE=1
 echo "== code map and label log under ThreadSanitizer"
 make -s -C test/c run TSAN=1 TESTS="test_codemap test_labels"
+echo "== fuzzing (${KFLAME_FUZZ_SECONDS:-15} s per target)"
+scripts/fuzz.sh "${KFLAME_FUZZ_SECONDS:-15}"
 make -s -C test/c shim
 
 echo "== tap tests as $(id -un)"

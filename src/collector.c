@@ -101,27 +101,14 @@ static const kf_event_owner_t *owner_of(const kf_collector_t *c, uint64_t id) {
   return lo < c->nowners && c->owners[lo].id == id ? &c->owners[lo] : NULL;
 }
 
-/* PERF_RECORD_SAMPLE with IDENTIFIER | TID | TIME | CALLCHAIN:
- *   u64 id; u32 pid, tid; u64 time; u64 nr; u64 ips[nr]; */
 static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
-  const unsigned char *p = (const unsigned char *)(h + 1);
-  const unsigned char *end = (const unsigned char *)h + h->size;
-  if (end - p < 32) {
+  kf_ring_sample_t rs;
+  if (kf_ring_parse_sample(h, &rs) != 0) {
     c->stats.corrupt++;
     return;
   }
-  uint64_t id, time, nr;
-  uint32_t pid, tid;
-  memcpy(&id, p, 8);
-  memcpy(&pid, p + 8, 4);
-  memcpy(&tid, p + 12, 4);
-  memcpy(&time, p + 16, 8);
-  memcpy(&nr, p + 24, 8);
-  p += 32;
-  if (nr > (uint64_t)(end - p) / 8) {
-    c->stats.corrupt++;
-    return;
-  }
+  uint64_t id = rs.id, time = rs.time;
+  uint32_t pid = rs.pid, tid = rs.tid, nr = rs.nr;
   const kf_event_owner_t *owner = owner_of(c, id);
   if (pid != c->pid || !owner) {
     c->stats.foreign++;
@@ -137,9 +124,7 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
     c->stats.duplicates++;
     return;
   }
-  /* Records are 8-byte multiples starting in a page-aligned ring (or the
-   * malloc'd scratch copy), so the ips can be read in place. */
-  const uint64_t *ips = (const uint64_t *)p;
+  const uint64_t *ips = rs.ips;
   if (c->jit) {
     int named;
     if (kf_grow((void **)&c->scratch, &c->scratch_cap, nr, sizeof(uint64_t),
@@ -280,7 +265,7 @@ int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
   c->owners = kf_sampler_owners(sampler, &c->nowners);
   c->stacks = kf_stacks_new();
   c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  int rc = -ENOMEM;
+  int rc = c->wake_fd < 0 ? -errno : -ENOMEM;
   if (!c->stacks || c->wake_fd < 0) goto fail;
   rc = pthread_create(&c->thread, NULL, run, c);
   if (rc != 0) {

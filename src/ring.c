@@ -39,8 +39,15 @@ size_t kf_ring_drain(kf_ring_t *ring, kf_ring_record_fn fn, void *ctx) {
   uint64_t mask = ring->data_size - 1;
   size_t delivered = 0;
 
-  while (tail < head) {
-    if (head - tail < sizeof(struct perf_event_header)) break;
+  /* The kernel never writes more than the ring holds past our tail. More
+   * (or a head behind the tail) means the two are out of sync: reading on
+   * would deliver stale bytes as records, up to 2^61 of them. */
+  if (head - tail > ring->data_size) {
+    ring->corrupt++;
+    tail = head;
+  }
+  /* Differences, not comparisons: the positions are free-running u64s. */
+  while (head - tail >= sizeof(struct perf_event_header)) {
     uint64_t off = tail & mask;
     struct perf_event_header hdr;
     uint64_t first = ring->data_size - off;
@@ -57,11 +64,15 @@ size_t kf_ring_drain(kf_ring_t *ring, kf_ring_record_fn fn, void *ctx) {
       break;
     }
     const struct perf_event_header *rec;
-    if (off + hdr.size <= ring->data_size) {
+    if (off + hdr.size <= ring->data_size && (off & 7) == 0) {
       rec = (const struct perf_event_header *)(ring->data + off);
     } else {
-      memcpy(ring->scratch, ring->data + off, first);
-      memcpy(ring->scratch + first, ring->data, hdr.size - first);
+      /* Wrapped, or not 8-byte aligned (the kernel's records are 8-byte
+       * multiples from 0, so only a tail set by someone else is): a copy,
+       * so the callback can read u64 fields in place (found by fuzz_ring). */
+      uint64_t part = first < hdr.size ? first : hdr.size;
+      memcpy(ring->scratch, ring->data + off, part);
+      memcpy(ring->scratch + part, ring->data, hdr.size - part);
       rec = (const struct perf_event_header *)ring->scratch;
     }
     fn(rec, ctx);
@@ -72,4 +83,23 @@ size_t kf_ring_drain(kf_ring_t *ring, kf_ring_record_fn fn, void *ctx) {
    * space we hand back. */
   __atomic_store_n(&ring->meta->data_tail, tail, __ATOMIC_RELEASE);
   return delivered;
+}
+
+int kf_ring_parse_sample(const struct perf_event_header *rec,
+                         kf_ring_sample_t *out) {
+  if (rec->size < sizeof(*rec) + 32) return -EBADMSG;
+  const unsigned char *p = (const unsigned char *)(rec + 1);
+  size_t room = rec->size - sizeof(*rec) - 32;
+  uint64_t nr;
+  memcpy(&out->id, p, 8);
+  memcpy(&out->pid, p + 8, 4);
+  memcpy(&out->tid, p + 12, 4);
+  memcpy(&out->time, p + 16, 8);
+  memcpy(&nr, p + 24, 8);
+  /* nr is the kernel's word, checked against the record's own size; bytes
+   * after ips[nr] (none with the sample_type above) are ignored. */
+  if (nr > room / 8) return -EBADMSG;
+  out->nr = (uint32_t)nr;
+  out->ips = (const uint64_t *)(p + 32);
+  return 0;
 }

@@ -3,8 +3,9 @@
  *
  * The kernel writes records at data_head; we consume from data_tail and
  * publish the new tail so the kernel can reuse the space. A record that
- * straddles the end of the data area is copied into a scratch buffer so the
- * callback always sees one contiguous record.
+ * straddles the end of the data area (or, never from the kernel, starts off
+ * an 8-byte boundary) is copied into a scratch buffer so the callback always
+ * sees one contiguous, 8-byte aligned record.
  *
  * No syscalls here: a ring is just memory, so the tests drive this module
  * with hand-built buffers. Called only from the collector thread (one reader
@@ -38,11 +39,31 @@ void kf_ring_destroy(kf_ring_t *ring);
 
 /* Consumes every complete record between tail and head. Returns the number of
  * records delivered. A header whose size is impossible (0, unaligned, larger
- * than the ring) means the ring is out of sync: the rest is skipped, counted
- * in ring->corrupt, and the tail moves to head. */
+ * than the ring), or a head more than the ring's size past the tail (or
+ * behind it), means the ring is out of sync: the rest is skipped, counted in
+ * ring->corrupt, and the tail moves to head. */
 size_t kf_ring_drain(kf_ring_t *ring, kf_ring_record_fn fn, void *ctx);
 
 /* Bytes written but not yet consumed. */
 uint64_t kf_ring_pending(const kf_ring_t *ring);
+
+/* A PERF_RECORD_SAMPLE as the sampler asks for it (sample_type IDENTIFIER |
+ * TID | TIME | CALLCHAIN, see sampler.c):
+ *   u64 id; u32 pid, tid; u64 time; u64 nr; u64 ips[nr];
+ * ips points into the record (8-byte aligned: records are 8-byte multiples
+ * in a page-aligned ring or the malloc'd scratch copy) and is valid as long
+ * as the record is. nr == 0 is the kernel's empty callchain. */
+typedef struct kf_ring_sample {
+  uint64_t id, time;
+  uint32_t pid, tid;
+  uint32_t nr;
+  const uint64_t *ips;
+} kf_ring_sample_t;
+
+/* Reads the body of a sample record of rec->size bytes. Pure; any thread.
+ * Returns 0, or -EBADMSG when the body is shorter than its fields or than
+ * the nr it announces (the caller counts it as corrupt). */
+int kf_ring_parse_sample(const struct perf_event_header *rec,
+                         kf_ring_sample_t *out);
 
 #endif

@@ -72,8 +72,10 @@ int kf_stacks_add(kf_stacks_t *s, uint32_t tid, uint64_t time,
   size_t j = h & (s->nslots - 1);
   for (; s->slots[j]; j = (j + 1) & (s->nslots - 1)) {
     entry_t *e = &s->entries[s->slots[j] - 1];
+    /* nr == 0 is the kernel's empty callchain; ips may then be NULL, and
+     * memcmp must not see it even for 0 bytes. */
     if (e->hash == h && e->tid == tid && e->nr == nr &&
-        memcmp(s->ips + e->ips_off, ips, nr * sizeof(uint64_t)) == 0)
+        (nr == 0 || memcmp(s->ips + e->ips_off, ips, nr * sizeof(uint64_t)) == 0))
       break;
   }
   uint32_t id;
@@ -83,7 +85,10 @@ int kf_stacks_add(kf_stacks_t *s, uint32_t tid, uint64_t time,
     if (s->nentries >= UINT32_MAX - 1 ||
         kf_grow((void **)&s->entries, &s->entries_cap, s->nentries + 1,
                 sizeof(entry_t), 1024) ||
-        kf_grow((void **)&s->ips, &s->ips_cap, s->nips + nr, sizeof(uint64_t), 1024))
+        /* At least one slot, so the pool exists and an empty stack's ips
+         * (s->ips + ips_off) is never NULL + 0. */
+        kf_grow((void **)&s->ips, &s->ips_cap, s->nips + nr + (s->ips == NULL),
+                sizeof(uint64_t), 1024))
       return -ENOMEM;
     id = (uint32_t)s->nentries++;
     s->entries[id] = (entry_t){

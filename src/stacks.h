@@ -19,7 +19,7 @@ typedef struct kf_stack {
   uint32_t tid;
   uint32_t nr;         /* entries in ips, markers included */
   uint64_t count;      /* samples with this stack */
-  const uint64_t *ips; /* leaf first */
+  const uint64_t *ips; /* leaf first; not NULL, even when nr is 0 */
 } kf_stack_t;
 
 typedef struct kf_sample {
@@ -31,7 +31,9 @@ typedef struct kf_sample {
 kf_stacks_t *kf_stacks_new(void);
 void kf_stacks_free(kf_stacks_t *s);
 
-/* Records one sample. Returns 0 or -ENOMEM (the sample is then not kept). */
+/* Records one sample. nr == 0 (the kernel's empty callchain) is a stack of
+ * its own, and ips may then be NULL. Returns 0 or -ENOMEM (the sample is
+ * then not kept). */
 int kf_stacks_add(kf_stacks_t *s, uint32_t tid, uint64_t time,
                   const uint64_t *ips, uint32_t nr);
 

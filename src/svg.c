@@ -321,6 +321,9 @@ int kf_svg_render(const char *folded, size_t len, const kf_svg_opts_t *o,
 
   buf_t b = {0};
   unsigned width = o->width ? o->width : 1200;
+  /* Narrower than the margins, width - 2 * PAD_X wrapped around and drew
+   * frames billions of pixels wide (found by fuzz_svg). */
+  if (width < KF_SVG_MIN_WIDTH) width = KF_SVG_MIN_WIDTH;
   render_t r = {.t = &t, .o = o, .b = &b, .st = st, .minwidth = o->minwidth};
   r.scale = t.nodes[0].total ? (double)(width - 2 * PAD_X) / (double)t.nodes[0].total : 0;
   int top = o->subtitle ? 60 : 40;

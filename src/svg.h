@@ -17,10 +17,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The narrowest image: the margins, title and buttons need about this much
+ * (lib/svg.js accepts no less). */
+#define KF_SVG_MIN_WIDTH 100
+
 typedef struct kf_svg_opts {
   const char *title;    /* NULL: "Flame Graph" ("Icicle Graph" inverted) */
   const char *subtitle; /* NULL: none */
-  unsigned width;       /* pixels; 0: 1200 */
+  unsigned width;       /* pixels; 0: 1200; below KF_SVG_MIN_WIDTH: that */
   double minwidth;      /* pixels; frames narrower are merged */
   int inverted;         /* icicle: roots at the top */
   int reverse;          /* stacks read leaf first */

@@ -135,9 +135,37 @@ static void folds_nothing(void) {
   kf_stacks_free(s);
 }
 
+/* The kernel writes nr == 0 when it could not take a callchain (its
+ * empty-callchain fallback), and the collector then hands over no ips at
+ * all (NULL when the JIT scratch was never needed). Such samples are kept,
+ * one stack per thread, folded as the thread alone. Under UBSan this once
+ * hit memcmp(NULL, ips, 0) and NULL + 0 in stacks.c. */
+static void stacks_keep_empty_callchains(void) {
+  kf_stacks_t *s = kf_stacks_new();
+  uint64_t none[1] = {0};
+  CHECK(kf_stacks_add(s, 1, 10, NULL, 0) == 0);
+  CHECK(kf_stacks_add(s, 1, 20, NULL, 0) == 0);
+  CHECK(kf_stacks_add(s, 1, 30, none, 0) == 0);
+  CHECK(kf_stacks_add(s, 2, 40, NULL, 0) == 0);
+  uint64_t a[] = {U, 0x101};
+  CHECK(kf_stacks_add(s, 1, 50, a, 2) == 0);
+  CHECK(kf_stacks_add(s, 2, 60, NULL, 0) == 0);
+  CHECK_EQ_U64(kf_stacks_count(s), 3);
+  kf_stack_t st;
+  kf_stacks_get(s, 0, &st);
+  CHECK(st.tid == 1 && st.nr == 0 && st.count == 3 && st.ips != NULL);
+  kf_stacks_get(s, 1, &st);
+  CHECK(st.tid == 2 && st.nr == 0 && st.count == 2 && st.ips != NULL);
+  char *out = fold(s, 0);
+  CHECK_STR(out, "libuv-worker-2 2\nmain 3\nmain;f1 1\n");
+  free(out);
+  kf_stacks_free(s);
+}
+
 static const kftest_case_t cases[] = {
     {"stacks: count duplicates per thread", stacks_count_duplicates},
     {"stacks: grow past rehash", stacks_grow_past_rehash},
+    {"stacks: keep empty callchains", stacks_keep_empty_callchains},
     {"folded: root first, kernel last", folds_root_first_kernel_last},
     {"folded: merge equal names and sort", folds_merge_equal_names_and_sort},
     {"folded: sanitise names", folds_sanitise_names},

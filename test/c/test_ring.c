@@ -1,6 +1,7 @@
 /* The ring reader on hand-built ring memory: the kernel's side is played by
  * put_record(), which writes at data_head exactly as perf does, wrapping at
  * the end of the data area. */
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -93,6 +94,25 @@ static void header_wrapping_the_end_is_whole(void) {
   kf_ring_destroy(&f.ring);
 }
 
+static void check_aligned(const struct perf_event_header *h, void *ctx) {
+  CHECK(((uintptr_t)h & 7) == 0);
+  collect(h, ctx);
+}
+
+/* Found by fuzz_ring: a tail off an 8-byte boundary (the kernel never sets
+ * one) handed the callback an unaligned record, whose u64 fields the
+ * collector reads in place. */
+static void unaligned_record_is_copied_aligned(void) {
+  static fake_t f;
+  fake_init(&f, 4);
+  put_record(&f, 9, 16, 9);
+  put_record(&f, 10, 24, 10);
+  seen_t s = {0};
+  CHECK_EQ_U64(kf_ring_drain(&f.ring, check_aligned, &s), 2);
+  CHECK(s.payload_ok[0] && s.payload_ok[1] && s.types[1] == 10);
+  kf_ring_destroy(&f.ring);
+}
+
 static void many_laps_around_the_ring(void) {
   static fake_t f;
   fake_init(&f, 0);
@@ -164,15 +184,118 @@ static void old_kernel_without_data_offset(void) {
   kf_ring_destroy(&f.ring);
 }
 
+/* Found by fuzz_ring: with head 2^63 bytes past the tail over a ring of
+ * valid 8-byte records, the reader delivered the same stale records again
+ * and again (2^60 of them). The kernel never runs more than a ring ahead,
+ * so that is a loss of sync, as is a head behind the tail. */
+static void head_more_than_a_ring_ahead_is_corrupt(void) {
+  static fake_t f;
+  fake_init(&f, 0);
+  for (int i = 0; i < DATA / 8; i++) put_record(&f, 2, 8, 2);
+  struct perf_event_mmap_page *m = (void *)f.mem;
+  m->data_head = 0x7fffffffffffffffULL;
+  seen_t s = {0};
+  CHECK_EQ_U64(kf_ring_drain(&f.ring, collect, &s), 0);
+  CHECK_EQ_U64(f.ring.corrupt, 1);
+  CHECK_EQ_U64(m->data_tail, m->data_head);
+  /* Eight bytes more than the ring: the same. */
+  kf_ring_destroy(&f.ring);
+  fake_init(&f, 64);
+  m->data_head = 64 + DATA + 8;
+  CHECK_EQ_U64(kf_ring_drain(&f.ring, collect, &s), 0);
+  CHECK_EQ_U64(f.ring.corrupt, 1);
+  kf_ring_destroy(&f.ring);
+}
+
+static void head_behind_tail_is_corrupt(void) {
+  static fake_t f;
+  fake_init(&f, 4096);
+  put_record(&f, 9, 16, 9);
+  struct perf_event_mmap_page *m = (void *)f.mem;
+  m->data_head = 4000;
+  seen_t s = {0};
+  CHECK_EQ_U64(kf_ring_drain(&f.ring, collect, &s), 0);
+  CHECK_EQ_U64(f.ring.corrupt, 1);
+  CHECK_EQ_U64(m->data_tail, 4000);
+  /* In sync again from there. */
+  put_record(&f, 9, 16, 9);
+  CHECK_EQ_U64(kf_ring_drain(&f.ring, collect, &s), 1);
+  CHECK_EQ_U64(f.ring.corrupt, 1);
+  kf_ring_destroy(&f.ring);
+}
+
+/* data_head and data_tail are free-running: after 2^64 bytes head wraps to
+ * small numbers while the tail has not yet. */
+static void positions_wrap_past_2_64(void) {
+  static fake_t f;
+  fake_init(&f, 0xffffffffffffffe8ULL);
+  put_record(&f, 9, 16, 9);
+  put_record(&f, 10, 32, 10);
+  struct perf_event_mmap_page *m = (void *)f.mem;
+  CHECK_EQ_U64(m->data_head, 24);
+  seen_t s = {0};
+  CHECK_EQ_U64(kf_ring_drain(&f.ring, collect, &s), 2);
+  CHECK(s.types[0] == 9 && s.types[1] == 10 && s.payload_ok[1]);
+  CHECK_EQ_U64(m->data_tail, 24);
+  CHECK_EQ_U64(f.ring.corrupt, 0);
+  kf_ring_destroy(&f.ring);
+}
+
+/* A sample as sampler.c asks for it: id, pid, tid, time, nr, ips[nr]. */
+static size_t make_sample(uint64_t *rec, uint64_t nr, size_t nips) {
+  struct perf_event_header h = {.type = PERF_RECORD_SAMPLE,
+                                .size = (uint16_t)(8 * (5 + nips))};
+  memcpy(rec, &h, sizeof h);
+  rec[1] = 77;                          /* id */
+  rec[2] = (uint64_t)12 << 32 | 11;     /* pid 11, tid 12 */
+  rec[3] = 123456789;                   /* time */
+  rec[4] = nr;
+  for (size_t i = 0; i < nips; i++) rec[5 + i] = 0x1000 + i;
+  return h.size;
+}
+
+static void parses_sample_bodies(void) {
+  uint64_t rec[16];
+  kf_ring_sample_t rs;
+  make_sample(rec, 3, 3);
+  CHECK(kf_ring_parse_sample((void *)rec, &rs) == 0);
+  CHECK(rs.id == 77 && rs.pid == 11 && rs.tid == 12 && rs.time == 123456789);
+  CHECK(rs.nr == 3 && rs.ips == rec + 5 && rs.ips[2] == 0x1002);
+  /* The kernel's empty callchain. */
+  make_sample(rec, 0, 0);
+  CHECK(kf_ring_parse_sample((void *)rec, &rs) == 0);
+  CHECK(rs.nr == 0);
+  /* Room for more ips than announced: the extra bytes are ignored. */
+  make_sample(rec, 2, 4);
+  CHECK(kf_ring_parse_sample((void *)rec, &rs) == 0 && rs.nr == 2);
+  /* nr larger than the record, even by one, or absurd. */
+  make_sample(rec, 4, 3);
+  CHECK(kf_ring_parse_sample((void *)rec, &rs) == -EBADMSG);
+  make_sample(rec, UINT64_MAX, 3);
+  CHECK(kf_ring_parse_sample((void *)rec, &rs) == -EBADMSG);
+  /* Shorter than the fixed fields. */
+  struct perf_event_header h = {.type = PERF_RECORD_SAMPLE, .size = 32};
+  memcpy(rec, &h, sizeof h);
+  CHECK(kf_ring_parse_sample((void *)rec, &rs) == -EBADMSG);
+  h.size = 0;
+  memcpy(rec, &h, sizeof h);
+  CHECK(kf_ring_parse_sample((void *)rec, &rs) == -EBADMSG);
+}
+
 static const kftest_case_t cases[] = {
     {"ring: reads records in order", reads_records_in_order},
     {"ring: record wrapping the end is whole", record_wrapping_the_end_is_whole},
     {"ring: header wrapping the end is whole", header_wrapping_the_end_is_whole},
+    {"ring: unaligned record is copied aligned", unaligned_record_is_copied_aligned},
     {"ring: many laps around the ring", many_laps_around_the_ring},
     {"ring: less than a header waits", less_than_a_header_waits},
     {"ring: record longer than published is corrupt", record_longer_than_published_is_corrupt},
     {"ring: impossible header skips to head", impossible_header_skips_to_head},
     {"ring: old kernel without data_offset", old_kernel_without_data_offset},
+    {"ring: head more than a ring ahead is corrupt", head_more_than_a_ring_ahead_is_corrupt},
+    {"ring: head behind tail is corrupt", head_behind_tail_is_corrupt},
+    {"ring: positions wrap past 2^64", positions_wrap_past_2_64},
+    {"ring: parses sample bodies", parses_sample_bodies},
     {NULL, NULL},
 };
 

@@ -144,6 +144,18 @@ static void svg_of_nothing(void) {
   free(svg);
 }
 
+/* Found by fuzz_svg: a width below the margins (2 x 10 px) wrapped an
+ * unsigned subtraction and drew the root 4 billion pixels wide. */
+static void svg_too_narrow_is_widened(void) {
+  const char *text = "main;a 3\n";
+  kf_svg_opts_t o = {.width = 6};
+  kf_svg_stats_t st;
+  char *svg = render(text, &o, &st);
+  CHECK(strstr(svg, "width=\"100\" height="));
+  CHECK(strstr(svg, "<title>all (3 samples, 100.00%)</title><rect x=\"10.0\" y=\"72\" width=\"80.0\""));
+  free(svg);
+}
+
 static const kftest_case_t cases[] = {
     {"flametree: merge, count, sort children", tree_merges_counts_and_sorts},
     {"flametree: bad lines counted, not fatal", tree_counts_bad_lines},
@@ -153,6 +165,7 @@ static const kftest_case_t cases[] = {
     {"svg: narrow frames merged and reported", svg_merges_narrow_frames},
     {"svg: deterministic; icicle", svg_is_deterministic_and_inverts},
     {"svg: empty input", svg_of_nothing},
+    {"svg: too narrow is widened", svg_too_narrow_is_widened},
     {NULL, NULL},
 };
 
