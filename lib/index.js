@@ -17,12 +17,11 @@ if (jitMode !== 'off') require('node:v8').setFlagsFromString('--interpreted-fram
 const binding = require('./binding')
 const { checkStartOptions, defaultPerfMapPath } = require('./options')
 const { kflameError } = require('./errors')
+const { checkPath } = require('./safefile')
 const { Profile, makeStats } = require('./profile')
 const { renderSvg, renderSvgFile } = require('./svg')
 const { fromFolded } = require('./folded')
-const { label, applyLabels } = require('./labels')
-
-let current = null // options of the running profile
+const { label } = require('./labels')
 
 function start (options) {
   const o = checkStartOptions(options)
@@ -35,28 +34,26 @@ function start (options) {
     tiers: o.tiers,
     perfMap: o.perfMap || undefined
   })
-  current = { ...o, wallStart: Date.now() }
 }
 
+// The session is the C core's (one per process): stop() may end a profile
+// that another isolate (a worker) started, and the result says how it was
+// taken, not what this isolate remembers.
 function stop () {
   const raw = binding.stop() // throws KFLAME_ERR_NOT_RUNNING when idle
-  const options = current || { event: 'cpu-clock' }
-  current = null
-  const { folded, samples } = applyLabels(raw.folded, raw.samples, raw.labels)
-  return new Profile(folded, makeStats(raw.stats, options, raw.labels), samples,
-    { startUs: raw.stats.startUs, wallStart: options.wallStart })
+  return Profile.fromNative(raw, makeStats(raw.stats, raw.labels),
+    { startUs: raw.stats.startUs, wallStart: raw.stats.wallStartMs })
 }
 
 function isRunning () {
   return binding.running()
 }
 
-// Writes the live JIT code map as a perf map (atomically) for an external
-// `perf report` / `perf script`. Returns { path, lines }.
+// Writes the live JIT code map as a perf map (atomically, mode 0644, never
+// through a link or into a device or FIFO at `path`: src/safefile.h) for an
+// external `perf report` / `perf script`. Returns { path, lines }.
 function writePerfMap (path = defaultPerfMapPath()) {
-  if (typeof path !== 'string' || path === '') {
-    throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', 'writePerfMap(path): path must be a non-empty string')
-  }
+  checkPath(path, 'writePerfMap(path): path')
   if (jitMode === 'off') {
     throw kflameError(Error, 'KFLAME_ERR_JIT_OFF', 'writePerfMap(): the JIT hook is off (KFLAME_JIT=off); unset KFLAME_JIT')
   }

@@ -49,20 +49,27 @@ function label (name, fn) {
   if (recording[0] === 0) return fn()
   const handle = binding.labelOpen(frameName(name))
   if (handle < 0) return fn()
-  let result
+  let result, then
   try {
     result = fn()
+    // Read once: a `then` getter may throw, or answer differently twice.
+    then = thenOf(result)
   } catch (err) {
     binding.labelClose(handle)
     throw err
   }
-  if (result === null || typeof result !== 'object' || typeof result.then !== 'function') {
+  if (typeof then !== 'function') {
     binding.labelClose(handle)
     return result
   }
-  return Promise.resolve(result).then(
+  // A `then` that throws rejects the promise, which closes the label.
+  return new Promise((resolve, reject) => then.call(result, resolve, reject)).then(
     (value) => { binding.labelClose(handle); return value },
     (err) => { binding.labelClose(handle); throw err })
+}
+
+function thenOf (value) {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') ? value.then : undefined
 }
 
 // Puts each sample under the labels open on its thread at its time, outer

@@ -6,6 +6,7 @@
 
 const fs = require('node:fs')
 const { kflameError } = require('./errors')
+const { checkPath } = require('./safefile')
 
 const EVENTS = ['cpu-clock', 'task-clock']
 
@@ -74,6 +75,7 @@ function checkStartOptions (options) {
   if (o.perfMap !== false && (typeof o.perfMap !== 'string' || o.perfMap === '')) {
     throw invalid('start(options): perfMap must be a boolean or a file path')
   }
+  if (o.perfMap !== false) checkPath(o.perfMap, 'start(options): perfMap')
   if (o.perfMap && !o.jit) throw invalid('start(options): perfMap needs jit: true')
   return o
 }

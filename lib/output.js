@@ -65,31 +65,11 @@ function renderProfile (profile, format, svgOptions) {
   return FORMATS[format].render(profile, svgOptions)
 }
 
-// Writes to a temporary file beside the target, then renames it over: a
-// reader (or a merge of a directory) never sees half a profile, and a crash
-// mid-write leaves the old file. Creates missing directories.
-function writeFileAtomic (file, data) {
-  const dir = path.dirname(file)
-  fs.mkdirSync(dir, { recursive: true })
-  const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.${Date.now().toString(36)}.tmp`)
-  try {
-    fs.writeFileSync(tmp, data)
-    fs.renameSync(tmp, file)
-  } catch (err) {
-    try { fs.unlinkSync(tmp) } catch {}
-    throw err
-  }
-}
-
 // Writes a Profile to `file` in `format` (by default the one its extension
-// picks). Returns the format written.
+// picks), through profile.write (lib/safefile.js's rules; folded text and
+// SVG of a live profile straight from C). Returns the format written.
 function writeProfile (profile, file, format = formatOfPath(file), svgOptions) {
-  if (format === null) {
-    throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG',
-      `cannot tell the format of "${file}": end it with ${EXTENSION_LIST}`)
-  }
-  writeFileAtomic(file, renderProfile(profile, format, svgOptions))
-  return format
+  return profile.write(file, { format, svg: svgOptions })
 }
 
 // A command line as a flame graph's title, shortened to fit one.
@@ -117,6 +97,5 @@ module.exports = {
   formatOfPath,
   extensionOfFormat,
   renderProfile,
-  writeFileAtomic,
   writeProfile
 }

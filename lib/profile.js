@@ -2,30 +2,113 @@
 
 // What stop() and fromFolded() return: the folded stacks, the numbers
 // behind them, every sample's time and thread when known, and the renderings.
+//
+// A live profile (from stop()) keeps its data in C: stop() costs the naming,
+// not copies. The folded text and the samples become JS values on first use,
+// and a text too large for one JS string is still written out whole by
+// write(path), straight from C.
 
-const { renderSvg } = require('./svg')
+const binding = require('./binding')
+const { renderSvg, checkSvgOptions } = require('./svg')
 const { toCpuprofile, toTraceEvents, toPprof, parseFoldedLine } = require('./exports')
+const output = require('./output')
+const { kflameError } = require('./errors')
+const { dirname } = require('node:path')
+const { writeFileSafe, checkPath, ensureDir } = require('./safefile')
 
 // Rate assumed for folded text of unknown rate, to space synthetic samples.
 const DEFAULT_HZ = 99
 
 class Profile {
+  #folded // string, or null until a live profile's text is asked for
+  #samples // { line, time, tid }, null (folded text), or undefined until asked
+  #native // the C profile of a live one, or null
+  #labels // a live profile's label log, applied on first use, or null
+
   // timing: { startUs (CLOCK_MONOTONIC), wallStart (ms since the epoch) }
   // of a live profile; null for folded text.
   constructor (folded, stats, samples = null, timing = null) {
-    /** FlameGraph's collapsed format: "root;...;leaf COUNT" per line. */
-    this.folded = folded
+    this.#folded = folded
+    this.#samples = samples
+    this.#native = null
+    this.#labels = null
     /** { samples, lost, threads, durationMs, hz, event, kernel, warnings, ... } */
     this.stats = stats
-    // { line, time (µs, CLOCK_MONOTONIC), tid } typed arrays, one entry per
-    // sample, `line` indexing the lines of `folded`; null from folded text.
-    Object.defineProperty(this, 'samples', { value: samples, enumerable: false })
     Object.defineProperty(this, 'timing', { value: timing, enumerable: false })
+  }
+
+  // stop()'s result: { profile (C), labels, stats } as the binding gives it.
+  static fromNative (raw, stats, timing) {
+    const p = new Profile(null, stats, undefined, timing)
+    p.#native = raw.profile
+    p.#labels = raw.labels && raw.labels.tid.length > 0 ? raw.labels : null
+    return p
+  }
+
+  /** FlameGraph's collapsed format: "root;...;leaf COUNT" per line. */
+  get folded () {
+    if (this.#folded === null) this.#materialize()
+    return this.#folded
+  }
+
+  // { line, time, tid } typed arrays, one entry per sample, `line` indexing
+  // the lines of `folded`; null from folded text.
+  get samples () {
+    if (this.#samples === undefined) this.#materialize()
+    return this.#samples
+  }
+
+  #materialize () {
+    const samples = binding.profileSamples(this.#native)
+    if (this.#labels === null) {
+      if (this.#folded === null) this.#folded = binding.profileFolded(this.#native)
+      this.#samples = samples
+      return
+    }
+    // Required here: labels.js needs folded.js, which needs this module.
+    const { applyLabels } = require('./labels')
+    const labelled = applyLabels(binding.profileFolded(this.#native), samples, this.#labels)
+    this.#folded = labelled.folded
+    this.#samples = labelled.samples
+    this.#labels = null
+  }
+
+  // The C text is the profile's own when no labels rewrite it.
+  #nativeText () {
+    return this.#native !== null && this.#labels === null ? this.#native : null
   }
 
   /** A self-contained interactive flame graph (SVG text). */
   svg (options) {
-    return renderSvg(this.folded, { subtitle: subtitleOf(this.stats), ...options }).svg
+    const merged = { subtitle: subtitleOf(this.stats), ...options }
+    const native = this.#nativeText()
+    return native ? binding.profileSvg(native, checkSvgOptions(merged)).svg : renderSvg(this.folded, merged).svg
+  }
+
+  /**
+   * Writes the profile to `path` in `options.format` (by default the one the
+   * extension picks: .svg, .folded/.txt, .cpuprofile, .json, .pb.gz), with
+   * `options.svg` as the flame graph's options. The file is created anew
+   * beside the target and renamed over it (see docs/security.md). Folded
+   * text and SVG of a live profile go from C to the file, whatever their
+   * size. Returns the format written.
+   */
+  write (path, options = {}) {
+    checkPath(path, 'profile.write(path)')
+    const { format = output.formatOfPath(path), svg: svgOptions } = options
+    if (format === null) {
+      throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG',
+        `cannot tell the format of "${path}": end it with ${output.EXTENSION_LIST}`)
+    }
+    const native = this.#nativeText()
+    if (native && (format === 'folded' || format === 'svg')) {
+      ensureDir(dirname(path)) // as writeFileSafe does
+      if (format === 'folded') binding.profileWrite(native, path)
+      else binding.profileSvgFile(native, path, checkSvgOptions({ subtitle: subtitleOf(this.stats), ...svgOptions }))
+    } else {
+      writeFileSafe(path, output.renderProfile(this, format, svgOptions))
+    }
+    return format
   }
 
   /** Chrome DevTools / speedscope .cpuprofile (an object; JSON.stringify it). */
@@ -86,7 +169,9 @@ function warningsFor (raw, labels) {
   if (raw.codeEventsDropped > 0) {
     warnings.push(`${raw.codeEventsDropped} JIT code events were dropped: out of memory; some JS frames may be unnamed`)
   }
-  if (raw.perfMapErrors > 0 || raw.perfMapLines < 0) {
+  if (raw.perfMapLines < 0 && raw.perfMapError) {
+    warnings.push(`the perf map could not be written to ${raw.perfMap} at stop: ${raw.perfMapError}`)
+  } else if (raw.perfMapErrors > 0 || raw.perfMapLines < 0) {
     warnings.push('the perf map could not be written (see details.perfMapErrors): check the path is writable')
   }
   if (labels && labels.dropped > 0) {
@@ -100,14 +185,16 @@ function warningsFor (raw, labels) {
   return warnings
 }
 
-function makeStats (raw, options, labels = null) {
+// The stats of a live profile, from what the C session reported: it, not
+// the isolate that called start(), knows how the profile was taken.
+function makeStats (raw, labels = null) {
   return {
     samples: raw.samples,
     lost: raw.lost + raw.corrupt + raw.noMemory,
     threads: raw.threads,
     durationMs: raw.durationMs,
     hz: raw.hz,
-    event: options.event,
+    event: raw.taskClock ? 'task-clock' : 'cpu-clock',
     kernel: raw.kernel,
     warnings: warningsFor(raw, labels),
     details: {
@@ -127,10 +214,11 @@ function makeStats (raw, options, labels = null) {
       codeEvicted: raw.codeEvicted,
       codeMoved: raw.codeMoved,
       codeEventsDropped: raw.codeEventsDropped,
-      perfMap: options.perfMap || null,
-      perfMapLines: options.perfMap ? raw.perfMapLines : 0,
+      perfMap: raw.perfMap || null,
+      perfMapLines: raw.perfMap ? raw.perfMapLines : 0,
       perfMapWrites: raw.perfMapWrites,
       perfMapErrors: raw.perfMapErrors,
+      foldedBytes: raw.foldedBytes,
       labels: labels ? labels.tid.length : 0,
       labelsDropped: labels ? labels.dropped : 0
     }

@@ -16,11 +16,13 @@
 // perf refusing to sample only warns: the app runs unprofiled.
 
 const fs = require('node:fs')
+const os = require('node:os')
 const path = require('node:path')
 const { isMainThread } = require('node:worker_threads')
 const { kflameError } = require('./errors')
 const { checkStartOptions, DEFAULTS } = require('./options')
 const output = require('./output')
+const { checkPath, writeFailure } = require('./safefile')
 const { stderrLine } = output
 
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP']
@@ -91,6 +93,13 @@ function withPidPattern (file) {
 function resolveOutput (env, { pid = process.pid, cwd = process.cwd() } = {}) {
   const format = parseFormat(envValue(env, 'KFLAME_FORMAT'))
   const value = envValue(env, 'KFLAME_OUT')
+  if (value !== undefined) {
+    try {
+      checkPath(value, 'KFLAME_OUT')
+    } catch (err) {
+      throw configError(err.message)
+    }
+  }
   if (value === undefined) {
     const ext = output.extensionOfFormat(format || 'svg')
     return {
@@ -238,21 +247,35 @@ function install ({ env = process.env } = {}) {
     try {
       output.writeProfile(profile, config.file, config.format, { title })
     } catch (err) {
-      stderrLine(`could not write ${config.file}: ${err.message}`)
+      stderrLine(writeFailure(config.file, err))
       return
     }
     if (!config.quiet) stderrLine(summary(profile.stats, displayPath(config.file, cwd)))
   }
 
+  const binding = require('./binding') // loaded with ./index just above
+  const dispatched = new Set() // signals our listener saw
+  const othersListen = (sig) => process.listenerCount(sig) - 1 - signalExitListeners() > 0
+
   // Normal end, process.exit() anywhere, an uncaught exception (node emits
   // 'exit' with code 1): the exit code is node's business, not touched here.
-  process.on('exit', finish)
+  // But a signal that came while JS ran and was never dispatched (the loop
+  // ran dry first) would end the process with 0: it dies of it instead, as
+  // it would have without kflame's listener.
+  process.on('exit', () => {
+    finish()
+    const sig = signalName(binding.signalArrived())
+    if (sig && SIGNALS.includes(sig) && !dispatched.has(sig) && !othersListen(sig)) {
+      binding.dieOfSignal(os.constants.signals[sig])
+    }
+  })
 
   for (const sig of SIGNALS) {
     const onSignal = () => {
+      dispatched.add(sig)
       // Others than us (and signal-exit) listen: the app decides whether
       // this signal ends the process; if it does, 'exit' writes.
-      if (process.listenerCount(sig) - 1 - signalExitListeners() > 0) return
+      if (othersListen(sig)) return
       finish()
       // Without our listener node restores the default action: the
       // re-raised signal kills the process, and the parent sees it.
@@ -260,8 +283,15 @@ function install ({ env = process.env } = {}) {
       process.kill(process.pid, sig)
     }
     process.on(sig, onSignal)
+    // After process.on: the C watch chains to the handler libuv installed.
+    try { binding.watchSignal(os.constants.signals[sig]) } catch {}
   }
   return true
+}
+
+function signalName (signo) {
+  if (!signo) return null
+  return Object.keys(os.constants.signals).find((name) => os.constants.signals[name] === signo) || null
 }
 
 module.exports = {

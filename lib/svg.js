@@ -4,6 +4,7 @@
 
 const binding = require('./binding')
 const { kflameError } = require('./errors')
+const { checkPath } = require('./safefile')
 
 const DEFAULTS = Object.freeze({
   title: undefined,
@@ -66,11 +67,14 @@ function renderSvg (folded, options) {
 }
 
 // File to file, all in C: a big folded file never becomes a JS string.
-// -> the same stats as renderSvg.
+// The input may be a pipe or FIFO (read to its end; one with no writer
+// reads as empty); the output is written as lib/safefile.js writes
+// (src/safefile.h): never through a link or into a device, FIFO or
+// directory at outPath (KFLAME_ERR_UNSAFE_PATH). -> the same stats as
+// renderSvg.
 function renderSvgFile (inPath, outPath, options) {
-  for (const [name, p] of [['inPath', inPath], ['outPath', outPath]]) {
-    if (typeof p !== 'string' || p === '') throw invalid(`renderSvgFile(inPath, outPath): ${name} must be a non-empty string`)
-  }
+  checkPath(inPath, 'renderSvgFile(inPath, outPath): inPath')
+  checkPath(outPath, 'renderSvgFile(inPath, outPath): outPath')
   const o = checkSvgOptions(options)
   return binding.renderSvgFile(inPath, outPath, o)
 }

@@ -18,6 +18,8 @@
 #include "perfmap.h"
 #include "profiler.h"
 #include "readfile.h"
+#include "safefile.h"
+#include "sigwatch.h"
 #include "svg.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -120,6 +122,17 @@ static int get_str(napi_env env, napi_value obj, const char *key, char *buf,
   return 0;
 }
 
+/* A path argument into buf: 0, or -1 when it is not a string, too long, or
+ * holds a NUL (napi_get_value_string_utf8 copies past one, and C would
+ * then open a shorter path than the caller named). */
+static int get_path(napi_env env, napi_value v, char *buf, size_t cap) {
+  size_t len;
+  if (napi_get_value_string_utf8(env, v, buf, cap, &len) != napi_ok ||
+      len + 1 >= cap || strlen(buf) != len || len == 0)
+    return -1;
+  return 0;
+}
+
 /* start({ hz, taskClock, kernel, ringPages, jit, tiers, perfMap }) */
 static napi_value js_start(napi_env env, napi_callback_info info) {
   size_t argc = 1;
@@ -130,14 +143,15 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
   kf_sampler_opts_t *so = &opts.sampler;
   int task_clock = 0, jit = 1, perf_map = 0;
   char perf_map_path[4096];
+  napi_value perf_map_v;
   if (argc < 1 || get_u32(env, argv[0], "hz", &so->hz) ||
       get_u32(env, argv[0], "ringPages", &so->ring_pages) ||
       get_bool(env, argv[0], "kernel", &so->kernel) ||
       get_bool(env, argv[0], "taskClock", &task_clock) ||
       get_bool(env, argv[0], "jit", &jit) ||
       get_bool(env, argv[0], "tiers", &opts.keep_tiers) ||
-      get_str(env, argv[0], "perfMap", perf_map_path, sizeof perf_map_path,
-              &perf_map) ||
+      (perf_map = get_prop(env, argv[0], "perfMap", &perf_map_v)) < 0 ||
+      (perf_map && get_path(env, perf_map_v, perf_map_path, sizeof perf_map_path)) ||
       so->hz == 0 || so->ring_pages == 0 ||
       (so->ring_pages & (so->ring_pages - 1))) {
     napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG",
@@ -190,6 +204,7 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
   CHECK(env, set_num(env, o, "threads", st->threads));
   CHECK(env, set_num(env, o, "durationMs", (double)st->duration_ns / 1e6));
   CHECK(env, set_num(env, o, "startUs", (double)st->started_ns / 1e3));
+  CHECK(env, set_num(env, o, "wallStartMs", (double)st->wall_start_ms));
   CHECK(env, set_num(env, o, "hz", st->hz));
   CHECK(env, set_bool(env, o, "taskClock", st->event == KF_EVENT_TASK_CLOCK));
   CHECK(env, set_bool(env, o, "kernel", st->kernel));
@@ -280,42 +295,123 @@ static napi_value make_labels(napi_env env, const kf_labels_t *log) {
   return o;
 }
 
-/* stop() -> { folded, samples, labels, stats } */
+/* The longest string V8 makes (String::kMaxLength on 64-bit, V8 6.2 and
+ * later): folded text or an SVG past it cannot become a JS string. */
+#define JS_STRING_MAX ((size_t)(1u << 29) - 24)
+
+/* A stopped profile stays in C, owned by a JS external, until the Profile
+ * is collected: stop() costs the naming, not a copy; the folded text and
+ * the samples become JS values only when asked, and a text too large for a
+ * JS string is still written out (profileWrite). */
+static void free_profile(napi_env env, void *data, void *hint) {
+  (void)env, (void)hint;
+  kf_profile_free(data);
+  free(data);
+}
+
+/* The call's arguments (want of them; missing ones undefined) with argv[0]
+ * the profile an external holds; NULL with a TypeError pending when it is
+ * not one. */
+static kf_profile_t *profile_args(napi_env env, napi_callback_info info,
+                                  size_t want, napi_value *argv) {
+  size_t argc = want;
+  void *data = NULL;
+  napi_valuetype t;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok ||
+      argc < 1 || napi_typeof(env, argv[0], &t) != napi_ok ||
+      t != napi_external || napi_get_value_external(env, argv[0], &data) != napi_ok ||
+      !data) {
+    napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG", "not a kflame profile");
+    return NULL;
+  }
+  return data;
+}
+
+/* A C string as a JS string, or KFLAME_ERR_TOO_LARGE naming what to do. */
+static napi_value js_string_of(napi_env env, const char *text, size_t len,
+                               const char *what, const char *instead) {
+  napi_value v;
+  if (len <= JS_STRING_MAX && napi_create_string_utf8(env, text, len, &v) == napi_ok)
+    return v;
+  bool pending = false;
+  napi_is_exception_pending(env, &pending);
+  if (pending) return NULL;
+  char msg[512];
+  if (len > JS_STRING_MAX)
+    snprintf(msg, sizeof msg,
+             "the %s is %zu MB, more than a JS string can hold (%zu MB); "
+             "nothing is lost: %s", what, len >> 20, JS_STRING_MAX >> 20, instead);
+  else
+    snprintf(msg, sizeof msg,
+             "the %s (%zu MB) could not become a JS string (out of memory?); "
+             "nothing is lost: %s", what, len >> 20, instead);
+  napi_throw_range_error(env, "KFLAME_ERR_TOO_LARGE", msg);
+  return NULL;
+}
+
+/* stop() -> { profile (external), labels, stats } */
 static napi_value js_stop(napi_env env, napi_callback_info info) {
   (void)info;
-  kf_profile_t profile;
+  kf_profile_t *profile = calloc(1, sizeof(*profile));
   kf_labels_t labels = {0};
+  if (!profile) return throw_code(env, -ENOMEM, 0);
   pthread_mutex_lock(&lock);
-  int rc = profiler ? kf_profiler_stop(profiler, &profile)
+  int rc = profiler ? kf_profiler_stop(profiler, profile)
                     : -KF_ERR_NOT_RUNNING;
   if (rc == 0) kf_labels_end(&labels);
   pthread_mutex_unlock(&lock);
   if (rc != 0) {
-    if (profiler) kf_profile_free(&profile);
+    free_profile(env, profile, NULL);
     return throw_code(env, rc, 0);
+  }
+  /* From here the external owns the profile, also when a call fails. */
+  napi_value result, external;
+  if (napi_create_external(env, profile, free_profile, NULL, &external) != napi_ok) {
+    free_profile(env, profile, NULL);
+    kf_labels_free(&labels);
+    CHECK(env, napi_generic_failure);
   }
   napi_value labels_v = make_labels(env, &labels);
   kf_labels_free(&labels);
-  if (!labels_v) {
-    kf_profile_free(&profile);
-    return NULL;
+  if (!labels_v) return NULL;
+  napi_value stats = make_stats(env, &profile->stats);
+  if (!stats) return NULL;
+  if (profile->perf_map) {
+    napi_value path;
+    CHECK(env, napi_create_string_utf8(env, profile->perf_map, NAPI_AUTO_LENGTH, &path));
+    CHECK(env, napi_set_named_property(env, stats, "perfMap", path));
   }
-  napi_value result = NULL, folded, stats;
-  if (napi_create_object(env, &result) != napi_ok ||
-      napi_create_string_utf8(env, profile.folded, profile.folded_len,
-                              &folded) != napi_ok ||
-      napi_set_named_property(env, result, "folded", folded) != napi_ok) {
-    kf_profile_free(&profile);
-    CHECK(env, napi_generic_failure);
+  long map_rc = profile->stats.perf_map_lines;
+  if (map_rc < 0) { /* why the map written at stop failed, as advice */
+    char advice[512];
+    napi_value why;
+    int code = map_rc <= -KF_ERR_BASE ? (int)map_rc : -KF_ERR_PERF_MAP;
+    kf_error_advice(code, map_rc <= -KF_ERR_BASE ? 0 : (int)-map_rc, advice, sizeof advice);
+    CHECK(env, napi_create_string_utf8(env, advice, NAPI_AUTO_LENGTH, &why));
+    CHECK(env, napi_set_named_property(env, stats, "perfMapError", why));
   }
-  napi_value samples = make_samples(env, &profile);
-  kf_profile_free(&profile);
-  if (!samples) return NULL;
-  CHECK(env, napi_set_named_property(env, result, "samples", samples));
+  CHECK(env, set_num(env, stats, "foldedBytes", (double)profile->folded_len));
+  CHECK(env, napi_create_object(env, &result));
+  CHECK(env, napi_set_named_property(env, result, "profile", external));
   CHECK(env, napi_set_named_property(env, result, "labels", labels_v));
-  if (!(stats = make_stats(env, &profile.stats))) return NULL;
   CHECK(env, napi_set_named_property(env, result, "stats", stats));
   return result;
+}
+
+/* profileFolded(profile) -> the folded text as a string */
+static napi_value js_profile_folded(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  kf_profile_t *p = profile_args(env, info, 1, argv);
+  if (!p) return NULL;
+  return js_string_of(env, p->folded, p->folded_len, "folded text",
+                      "write it to a file with profile.write(path)");
+}
+
+/* profileSamples(profile) -> { line, time, tid } */
+static napi_value js_profile_samples(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  kf_profile_t *p = profile_args(env, info, 1, argv);
+  return p ? make_samples(env, p) : NULL;
 }
 
 static napi_value js_running(napi_env env, napi_callback_info info) {
@@ -328,24 +424,36 @@ static napi_value js_running(napi_env env, napi_callback_info info) {
   return v;
 }
 
+/* Like throw_code, with the path in front: "cannot write PATH: advice"
+ * ("cannot read" for KF_ERR_READ). A core error
+ * (KF_ERR_UNSAFE_PATH) keeps its own code; -errno becomes `fallback`. */
+static napi_value throw_path_code(napi_env env, int rc, int fallback,
+                                  const char *path) {
+  char advice[512], message[4096 + 600];
+  int code = rc <= -KF_ERR_BASE ? rc : fallback;
+  kf_error_advice(code, rc <= -KF_ERR_BASE ? 0 : -rc, advice, sizeof advice);
+  snprintf(message, sizeof message, "cannot %s %s: %s",
+           fallback == -KF_ERR_READ ? "read" : "write", path, advice);
+  napi_throw_error(env, kf_error_name(code), message);
+  return NULL;
+}
+
 /* writePerfMap(path) -> lines written */
 static napi_value js_write_perf_map(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1], result;
   char path[4096];
-  size_t len;
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 1 || napi_get_value_string_utf8(env, argv[0], path, sizeof path,
-                                             &len) != napi_ok ||
-      len + 1 >= sizeof path) {
+  if (argc < 1 || get_path(env, argv[0], path, sizeof path)) {
     napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG",
-                          "writePerfMap() takes a path");
+                          "writePerfMap(path): path must be a non-empty string "
+                          "without NUL characters");
     return NULL;
   }
   arm_env(env);
   kf_codemap_t *map = kf_jithook_map();
   long lines = map ? kf_perfmap_write(map, path) : -ENOMEM;
-  if (lines < 0) return throw_code(env, -KF_ERR_PERF_MAP, (int)-lines);
+  if (lines < 0) return throw_path_code(env, (int)lines, -KF_ERR_PERF_MAP, path);
   CHECK(env, napi_create_double(env, (double)lines, &result));
   return result;
 }
@@ -386,6 +494,27 @@ static napi_value svg_stats(napi_env env, const kf_svg_stats_t *st) {
   return stats;
 }
 
+/* { svg, stats } of folded[0..len): rendered in C, the result a JS string. */
+static napi_value svg_result(napi_env env, const char *folded, size_t len,
+                             const kf_svg_opts_t *o) {
+  char *svg = NULL;
+  size_t svg_len = 0;
+  kf_svg_stats_t st;
+  int rc = kf_svg_render(folded, len, o, &svg, &svg_len, &st);
+  if (rc) return throw_code(env, rc, 0);
+  napi_value text = js_string_of(env, svg, svg_len, "SVG",
+                                 "write it to a file with profile.write(path) "
+                                 "or renderSvgFile(in, out)");
+  free(svg);
+  if (!text) return NULL;
+  napi_value result, stats;
+  CHECK(env, napi_create_object(env, &result));
+  CHECK(env, napi_set_named_property(env, result, "svg", text));
+  if (!(stats = svg_stats(env, &st))) return NULL;
+  CHECK(env, napi_set_named_property(env, result, "stats", stats));
+  return result;
+}
+
 /* renderSvg(folded, { title, subtitle, width, minwidth, inverted, reverse })
  * -> { svg, stats }. Options arrive checked by lib/. */
 static napi_value js_render_svg(napi_env env, napi_callback_info info) {
@@ -404,38 +533,40 @@ static napi_value js_render_svg(napi_env env, napi_callback_info info) {
   char *folded = malloc(len + 1);
   if (!folded) return throw_code(env, -ENOMEM, 0);
   napi_get_value_string_utf8(env, argv[0], folded, len + 1, &len);
-  char *svg = NULL;
-  size_t svg_len = 0;
-  kf_svg_stats_t st;
-  int rc = kf_svg_render(folded, len, &o, &svg, &svg_len, &st);
+  napi_value result = svg_result(env, folded, len, &o);
   free(folded);
-  if (rc) return throw_code(env, rc, 0);
-  napi_value result, text, stats;
-  napi_status s = napi_create_object(env, &result);
-  if (s == napi_ok) s = napi_create_string_utf8(env, svg, svg_len, &text);
-  free(svg);
-  CHECK(env, s);
-  CHECK(env, napi_set_named_property(env, result, "svg", text));
-  if (!(stats = svg_stats(env, &st))) return NULL;
-  CHECK(env, napi_set_named_property(env, result, "stats", stats));
   return result;
+}
+
+/* profileSvg(profile, options) -> { svg, stats }: straight from the C text. */
+static napi_value js_profile_svg(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  kf_svg_opts_t o;
+  svg_texts_t texts;
+  kf_profile_t *p = profile_args(env, info, 2, argv);
+  if (!p) return NULL;
+  if (get_svg_opts(env, argv[1], &o, &texts)) {
+    napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG", "profileSvg(profile, options)");
+    return NULL;
+  }
+  return svg_result(env, p->folded ? p->folded : "", p->folded_len, &o);
 }
 
 /* renderSvgFile(inPath, outPath, options) -> stats: file to file in C, so
  * a big profile never becomes a JS string. */
 static napi_value js_render_svg_file(napi_env env, napi_callback_info info) {
-  size_t argc = 3, len;
+  size_t argc = 3;
   napi_value argv[3];
   char in[4096], out[4096];
   kf_svg_opts_t o;
   svg_texts_t texts;
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 3 || napi_get_value_string_utf8(env, argv[0], in, sizeof in, &len) != napi_ok ||
-      len + 1 >= sizeof in ||
-      napi_get_value_string_utf8(env, argv[1], out, sizeof out, &len) != napi_ok ||
-      len + 1 >= sizeof out || get_svg_opts(env, argv[2], &o, &texts)) {
+  if (argc < 3 || get_path(env, argv[0], in, sizeof in) ||
+      get_path(env, argv[1], out, sizeof out) ||
+      get_svg_opts(env, argv[2], &o, &texts)) {
     napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG",
-                          "renderSvgFile(inPath, outPath, options) takes two paths and options");
+                          "renderSvgFile(inPath, outPath, options) takes two paths "
+                          "(non-empty, without NUL characters) and options");
     return NULL;
   }
   const char *folded = NULL;
@@ -443,13 +574,57 @@ static napi_value js_render_svg_file(napi_env env, napi_callback_info info) {
   size_t folded_len = 0, svg_len = 0;
   kf_svg_stats_t st;
   int rc = kf_map_file(in, &folded, &folded_len);
-  if (rc) return throw_code(env, -KF_ERR_READ, -rc);
+  if (rc) return throw_path_code(env, rc, -KF_ERR_READ, in);
   rc = kf_svg_render(folded ? folded : "", folded_len, &o, &svg, &svg_len, &st);
   kf_unmap_file(folded, folded_len);
   if (rc) return throw_code(env, rc, 0);
-  rc = kf_write_file(out, svg, svg_len);
+  /* 0644, as any file a user writes: the SVG is for others to open. */
+  rc = kf_safefile_write_all(out, svg, svg_len, 0644);
   free(svg);
-  if (rc) return throw_code(env, -KF_ERR_WRITE, -rc);
+  if (rc) return throw_path_code(env, rc, -KF_ERR_WRITE, out);
+  return svg_stats(env, &st);
+}
+
+/* profileWrite(profile, path): the folded text, C to file, at any size. */
+static napi_value js_profile_write(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  char path[4096];
+  kf_profile_t *p = profile_args(env, info, 2, argv);
+  if (!p) return NULL;
+  if (get_path(env, argv[1], path, sizeof path)) {
+    napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG",
+                          "profileWrite(profile, path): path must be a non-empty "
+                          "string without NUL characters");
+    return NULL;
+  }
+  int rc = kf_safefile_write_all(path, p->folded, p->folded_len, 0644);
+  if (rc) return throw_path_code(env, rc, -KF_ERR_WRITE, path);
+  return NULL;
+}
+
+/* profileSvgFile(profile, path, options) -> stats: rendered from the C
+ * text into a file, neither ever a JS string. */
+static napi_value js_profile_svg_file(napi_env env, napi_callback_info info) {
+  napi_value argv[3];
+  char path[4096];
+  kf_svg_opts_t o;
+  svg_texts_t texts;
+  kf_profile_t *p = profile_args(env, info, 3, argv);
+  if (!p) return NULL;
+  if (get_path(env, argv[1], path, sizeof path) || get_svg_opts(env, argv[2], &o, &texts)) {
+    napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG",
+                          "profileSvgFile(profile, path, options) takes a path "
+                          "(non-empty, without NUL characters) and options");
+    return NULL;
+  }
+  char *svg = NULL;
+  size_t svg_len = 0;
+  kf_svg_stats_t st;
+  int rc = kf_svg_render(p->folded ? p->folded : "", p->folded_len, &o, &svg, &svg_len, &st);
+  if (rc) return throw_code(env, rc, 0);
+  rc = kf_safefile_write_all(path, svg, svg_len, 0644);
+  free(svg);
+  if (rc) return throw_path_code(env, rc, -KF_ERR_WRITE, path);
   return svg_stats(env, &st);
 }
 
@@ -479,6 +654,44 @@ static napi_value js_label_close(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* watchSignal(signo): see sigwatch.h. */
+static napi_value js_watch_signal(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  int32_t signo = 0;
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 1 || napi_get_value_int32(env, argv[0], &signo) != napi_ok) {
+    napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG", "watchSignal(signo)");
+    return NULL;
+  }
+  int rc = kf_sigwatch_add(signo);
+  if (rc) return throw_code(env, rc, -rc);
+  return NULL;
+}
+
+/* dieOfSignal(signo): see kf_sigwatch_die; returns only when it did not. */
+static napi_value js_die_of_signal(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  int32_t signo = 0;
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 1 || napi_get_value_int32(env, argv[0], &signo) != napi_ok) {
+    napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG", "dieOfSignal(signo)");
+    return NULL;
+  }
+  int rc = kf_sigwatch_die(signo);
+  if (rc) return throw_code(env, rc, -rc);
+  return NULL;
+}
+
+/* signalArrived() -> the watched signal number that arrived last, or 0 */
+static napi_value js_signal_arrived(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value v;
+  CHECK(env, napi_create_int32(env, kf_sigwatch_arrived(), &v));
+  return v;
+}
+
 /* Whether this isolate's code events feed the code map. */
 static napi_value js_jit_armed(napi_env env, napi_callback_info info) {
   (void)info;
@@ -500,6 +713,14 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
       {"start", NULL, js_start, NULL, NULL, NULL, napi_default, NULL},
       {"stop", NULL, js_stop, NULL, NULL, NULL, napi_default, NULL},
       {"running", NULL, js_running, NULL, NULL, NULL, napi_default, NULL},
+      {"profileFolded", NULL, js_profile_folded, NULL, NULL, NULL, napi_default, NULL},
+      {"profileSamples", NULL, js_profile_samples, NULL, NULL, NULL, napi_default, NULL},
+      {"profileSvg", NULL, js_profile_svg, NULL, NULL, NULL, napi_default, NULL},
+      {"profileWrite", NULL, js_profile_write, NULL, NULL, NULL, napi_default, NULL},
+      {"profileSvgFile", NULL, js_profile_svg_file, NULL, NULL, NULL, napi_default, NULL},
+      {"watchSignal", NULL, js_watch_signal, NULL, NULL, NULL, napi_default, NULL},
+      {"signalArrived", NULL, js_signal_arrived, NULL, NULL, NULL, napi_default, NULL},
+      {"dieOfSignal", NULL, js_die_of_signal, NULL, NULL, NULL, napi_default, NULL},
       {"writePerfMap", NULL, js_write_perf_map, NULL, NULL, NULL,
        napi_default, NULL},
       {"jitArmed", NULL, js_jit_armed, NULL, NULL, NULL, napi_default, NULL},

@@ -17,6 +17,7 @@ const char *kf_error_name(int err) {
     case KF_ERR_PERF_MAP: return "KFLAME_ERR_PERF_MAP";
     case KF_ERR_READ: return "KFLAME_ERR_READ";
     case KF_ERR_WRITE: return "KFLAME_ERR_WRITE";
+    case KF_ERR_UNSAFE_PATH: return "KFLAME_ERR_UNSAFE_PATH";
     default: return "KFLAME_ERR_SYSTEM";
   }
 }
@@ -78,6 +79,13 @@ void kf_error_advice(int err, int sys_errno, char *buf, unsigned len) {
       snprintf(buf, len,
                "cannot write the output file (%s). Fix: pick a path in a writable "
                "directory, on a file system with room", why);
+      break;
+    case KF_ERR_UNSAFE_PATH:
+      snprintf(buf, len,
+               "the target is not a regular file but a symbolic link, device, "
+               "FIFO, socket or directory, which kflame never writes through "
+               "or replaces (another user may have planted it). Fix: remove it, "
+               "or choose another path");
       break;
     case KF_ERR_PERF_MAP:
       snprintf(buf, len,

@@ -21,6 +21,8 @@ enum {
   KF_ERR_PERF_MAP,         /* could not write a perf map file */
   KF_ERR_READ,             /* could not read an input file */
   KF_ERR_WRITE,            /* could not write an output file */
+  KF_ERR_UNSAFE_PATH,      /* a link, device, FIFO, socket or directory at
+                              the target of a write (see safefile.h) */
   KF_ERR_MAX
 };
 

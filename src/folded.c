@@ -7,9 +7,10 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 typedef struct line {
-  char *text;   /* "root;...;leaf", no count */
+  const char *text; /* "root;...;leaf", no count, not NUL-terminated */
   size_t len;
   uint64_t count;
   uint32_t stack; /* index in kf_stacks */
@@ -34,12 +35,49 @@ size_t kf_fold_sanitize(char *dst, const char *name, size_t len) {
 }
 
 static int buf_frame(buf_t *b, const char *name) {
+  /* An empty frame would make the line unreadable ("a;;b" is a bad line). */
+  if (!name || !*name) name = "[unknown]";
   size_t n = strlen(name);
   if (buf_reserve(b, n + 1)) return -ENOMEM;
   if (b->len) b->p[b->len++] = ';';
   b->len += kf_fold_sanitize(b->p + b->len, name, n);
   b->p[b->len] = '\0';
   return 0;
+}
+
+/* The lines' texts, in chunks mapped apart from the heap: when the text is
+ * made they go back to the system at once, where freed heap blocks would
+ * stay in the process (a big profile's names would be held twice). */
+typedef struct arena_chunk {
+  struct arena_chunk *next;
+  size_t used, cap; /* bytes after the header */
+} arena_chunk_t;
+
+#define ARENA_CHUNK ((size_t)4 << 20)
+
+static char *arena_copy(arena_chunk_t **arena, const char *p, size_t n) {
+  arena_chunk_t *c = *arena;
+  if (!c || c->cap - c->used < n) {
+    size_t cap = n > ARENA_CHUNK ? n : ARENA_CHUNK;
+    void *m = mmap(NULL, sizeof(*c) + cap, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    c = m;
+    *c = (arena_chunk_t){.next = *arena, .cap = cap};
+    *arena = c;
+  }
+  char *dst = (char *)(c + 1) + c->used;
+  memcpy(dst, p, n);
+  c->used += n;
+  return dst;
+}
+
+static void arena_free(arena_chunk_t *c) {
+  while (c) {
+    arena_chunk_t *next = c->next;
+    munmap(c, sizeof(*c) + c->cap);
+    c = next;
+  }
 }
 
 static int by_text(const void *a, const void *b) {
@@ -87,6 +125,7 @@ int kf_fold(const kf_stacks_t *stacks, const kf_fold_names_t *names,
   size_t n = kf_stacks_count(stacks);
   line_t *lines = calloc(n ? n : 1, sizeof(line_t));
   buf_t b = {0}, text = {0};
+  arena_chunk_t *arena = NULL;
   unsigned char *ctx_of = NULL;
   size_t ctx_cap = 0, made = 0;
   int rc = -ENOMEM;
@@ -101,8 +140,7 @@ int kf_fold(const kf_stacks_t *stacks, const kf_fold_names_t *names,
       if (!(ctx_of = malloc(ctx_cap))) goto out;
     }
     if (fold_one(&st, names, &b, ctx_of)) goto out;
-    if (!(lines[made].text = malloc(b.len + 1))) goto out;
-    memcpy(lines[made].text, b.p, b.len + 1);
+    if (!(lines[made].text = arena_copy(&arena, b.p, b.len))) goto out;
     lines[made].len = b.len;
     lines[made].count = st.count;
     lines[made].stack = (uint32_t)i;
@@ -110,6 +148,18 @@ int kf_fold(const kf_stacks_t *stacks, const kf_fold_names_t *names,
   }
   qsort(lines, made, sizeof(line_t), by_text);
 
+  /* The text is sized exactly: no doubling buffer beside the lines. */
+  char count_buf[32];
+  size_t total = 0;
+  for (size_t i = 0; i < made;) {
+    uint64_t count = 0;
+    size_t j = i;
+    for (; j < made && by_text(&lines[i], &lines[j]) == 0; j++) count += lines[j].count;
+    total += lines[i].len +
+             (size_t)snprintf(count_buf, sizeof count_buf, " %llu\n", (unsigned long long)count);
+    i = j;
+  }
+  if (!(text.p = malloc(total + 1))) goto out;
   uint32_t line_no = 0;
   for (size_t i = 0; i < made; line_no++) {
     uint64_t count = 0;
@@ -118,21 +168,19 @@ int kf_fold(const kf_stacks_t *stacks, const kf_fold_names_t *names,
       count += lines[j].count;
       if (line_of_stack) line_of_stack[lines[j].stack] = line_no;
     }
-    if (buf_reserve(&text, lines[i].len + 32)) goto out;
     memcpy(text.p + text.len, lines[i].text, lines[i].len);
     text.len += lines[i].len;
-    text.len += (size_t)snprintf(text.p + text.len, 32, " %llu\n",
+    text.len += (size_t)snprintf(text.p + text.len, total + 1 - text.len, " %llu\n",
                                  (unsigned long long)count);
     i = j;
   }
-  if (buf_reserve(&text, 0)) goto out;
   text.p[text.len] = '\0';
   *out = text.p;
   *len = text.len;
   text.p = NULL;
   rc = 0;
 out:
-  for (size_t i = 0; i < made; i++) free(lines[i].text);
+  arena_free(arena);
   free(lines);
   free(b.p);
   free(text.p);

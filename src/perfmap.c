@@ -1,14 +1,12 @@
 #define _GNU_SOURCE
 #include "perfmap.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "readfile.h"
+#include "safefile.h"
 
 void kf_perfmap_default_path(char *buf, size_t cap) {
   snprintf(buf, cap, "/tmp/perf-%d.map", (int)getpid());
@@ -22,15 +20,16 @@ long kf_perfmap_write(kf_codemap_t *map, const char *path) {
   long lines = 0;
   for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
 
-  char *tmp = NULL;
-  if (asprintf(&tmp, "%s.%d.tmp", path, (int)getpid()) < 0) {
-    free(text);
-    return -ENOMEM;
+  /* 0644: perf runs as another user (or later) and must read it. No fsync:
+   * the collector thread rewrites it while rings fill, and a map is
+   * worthless after a crash anyway. */
+  kf_safefile_t *f;
+  rc = kf_safefile_open(path, 0644, &f);
+  if (rc == 0 && (rc = kf_safefile_write(f, text, len)) != 0) kf_safefile_abort(f);
+  if (rc == 0) {
+    kf_safefile_skip_sync(f);
+    rc = kf_safefile_commit(f);
   }
-  rc = kf_write_file(tmp, text, len);
-  if (rc == 0 && rename(tmp, path) != 0) rc = -errno;
-  if (rc != 0) unlink(tmp);
-  free(tmp);
   free(text);
   return rc ? rc : lines;
 }

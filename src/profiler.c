@@ -32,6 +32,7 @@ struct kf_profiler {
   char *perf_map; /* opts.perf_map, owned */
   kf_codemap_stats_t code_at_start;
   uint64_t started_ns;
+  uint64_t wall_start_ms;
 };
 
 typedef struct root {
@@ -113,12 +114,18 @@ int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
     return -ENOMEM;
   p->opts.perf_map = p->perf_map;
   p->started_ns = kf_now_ns();
+  struct timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  p->wall_start_ms = (uint64_t)wall.tv_sec * 1000 + (uint64_t)wall.tv_nsec / 1000000;
   /* Dead code is kept from before the first sample on. */
   if (opts->codemap) {
     kf_codemap_keep_dead(opts->codemap, 1);
     kf_codemap_stats(opts->codemap, &p->code_at_start);
   }
   int rc = kf_sampler_open(&opts->sampler, &p->sampler, sys_errno);
+  /* Out of descriptors is the same advice wherever it struck: in
+   * perf_event_open or in reading /sys or /proc before it. */
+  if (rc == -EMFILE || rc == -ENFILE) rc = -KF_ERR_FD_LIMIT;
   if (rc != 0) {
     p->sampler = NULL;
     close_session(p);
@@ -128,7 +135,8 @@ int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
                                .perf_map = p->perf_map};
   rc = kf_collector_start(p->sampler, &copts, &p->collector);
   if (rc != 0) {
-    *sys_errno = errno;
+    *sys_errno = -rc < KF_ERR_BASE ? -rc : errno;
+    if (rc == -EMFILE || rc == -ENFILE) rc = -KF_ERR_FD_LIMIT;
     p->collector = NULL;
     close_session(p);
     return rc;
@@ -232,6 +240,7 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
   st->no_memory = cs->no_memory;
   st->duration_ns = kf_now_ns() - p->started_ns;
   st->started_ns = p->started_ns;
+  st->wall_start_ms = p->wall_start_ms;
   st->hz = p->opts.sampler.hz;
   st->event = p->opts.sampler.event;
   st->kernel = info->kernel;
@@ -254,6 +263,10 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
     st->code_moved = ms.moved - p->code_at_start.moved;
     if (p->perf_map) st->perf_map_lines = kf_perfmap_write(p->opts.codemap, p->perf_map);
   }
+  /* The session's settings travel with its result: stop() may be called from
+   * another isolate than start() (a worker), which knows nothing of them. */
+  int rc = 0;
+  if (p->perf_map && !(out->perf_map = strdup(p->perf_map))) rc = -ENOMEM;
 
   /* The rings are drained: give the fds and locked memory back before the
    * slow part. The collector's tables stay until naming is done. */
@@ -266,7 +279,7 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
   fold_ctx_t ctx = {.symbolizer = p->symbolizer,
                     .jit = kf_collector_jitframes(p->collector),
                     .keep_tiers = p->opts.keep_tiers};
-  int rc = kf_symbolizer_begin(p->symbolizer);
+  if (rc == 0) rc = kf_symbolizer_begin(p->symbolizer);
   if (rc == 0) rc = make_roots(p, stacks, &ctx);
   if (rc == 0) {
     st->threads = (uint32_t)ctx.nroots;
@@ -288,6 +301,8 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
 }
 
 void kf_profile_free(kf_profile_t *profile) {
+  free(profile->perf_map);
+  profile->perf_map = NULL;
   free(profile->folded);
   free(profile->samples);
   profile->folded = NULL;

@@ -26,6 +26,7 @@ typedef struct kf_profile_stats {
   uint32_t threads;      /* distinct threads in the samples */
   uint64_t duration_ns;  /* start() to stop() */
   uint64_t started_ns;   /* CLOCK_MONOTONIC at start() */
+  uint64_t wall_start_ms; /* CLOCK_REALTIME at start(), ms since the epoch */
   uint32_t hz;
   kf_event_t event;
   int kernel;            /* kernel frames were sampled */
@@ -51,6 +52,7 @@ typedef struct kf_profile_sample {
 } kf_profile_sample_t;
 
 typedef struct kf_profile {
+  char *perf_map; /* the perf map path kept while profiling, or NULL */
   char *folded;
   size_t folded_len;
   kf_profile_sample_t *samples; /* every sample, in the order collected */

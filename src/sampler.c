@@ -122,26 +122,49 @@ static int push_fd(kf_sampler_t *s, int fd, uint32_t tid) {
   return 0;
 }
 
-/* Maps the ring of one CPU, halving its size while the locked-memory budget
- * refuses it (EPERM from mmap once perf_event_mlock_kb and RLIMIT_MEMLOCK are
- * used up). The size found is kept for the other CPUs. */
+/* Maps the ring of one CPU at the current size. -KF_ERR_MLOCK when the
+ * locked-memory budget refuses it (EPERM or ENOMEM from mmap once
+ * perf_event_mlock_kb and RLIMIT_MEMLOCK are used up). */
 static int map_ring(kf_sampler_t *s, cpu_ring_t *c, int fd) {
+  size_t size = (1 + (size_t)s->info.ring_pages) * s->page_size;
+  void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED)
+    return errno == EPERM || errno == ENOMEM ? -KF_ERR_MLOCK : -errno;
+  int rc = kf_ring_init(&c->ring, map, size, s->page_size);
+  if (rc != 0) {
+    munmap(map, size);
+    return rc;
+  }
+  c->fd = fd;
+  c->map = map;
+  c->map_size = size;
+  return 0;
+}
+
+static void unmap_ring(cpu_ring_t *c) {
+  kf_ring_destroy(&c->ring);
+  munmap(c->map, c->map_size);
+  c->fd = -1;
+  c->map = NULL;
+  c->map_size = 0;
+}
+
+/* Maps one ring per CPU on the first thread's events (fds[i] on CPU i), all
+ * of one size. The locked-memory budget is shared by the rings of every CPU
+ * (perf_event_mlock_kb times the CPUs, then RLIMIT_MEMLOCK), so a ring
+ * that does not fit means they all shrink: every ring is unmapped and the
+ * whole set tried again at half the size. Halving only the ring that
+ * failed would let the first CPU's ring take the whole budget. */
+static int map_rings(kf_sampler_t *s, const int *fds) {
   for (;;) {
-    size_t size = (1 + (size_t)s->info.ring_pages) * s->page_size;
-    void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (map != MAP_FAILED) {
-      int rc = kf_ring_init(&c->ring, map, size, s->page_size);
-      if (rc != 0) {
-        munmap(map, size);
-        return rc;
-      }
-      c->fd = fd;
-      c->map = map;
-      c->map_size = size;
-      return 0;
-    }
-    if ((errno != EPERM && errno != ENOMEM) || s->info.ring_pages == 1)
-      return errno == EPERM || errno == ENOMEM ? -KF_ERR_MLOCK : -errno;
+    uint32_t mapped = 0;
+    int rc = 0;
+    while (mapped < s->info.cpus &&
+           (rc = map_ring(s, &s->cpus[mapped], fds[mapped])) == 0)
+      mapped++;
+    if (rc == 0) return 0;
+    while (mapped > 0) unmap_ring(&s->cpus[--mapped]);
+    if (rc != -KF_ERR_MLOCK || s->info.ring_pages == 1) return rc;
     s->info.ring_pages /= 2;
   }
 }
@@ -171,8 +194,11 @@ static int open_event(kf_sampler_t *s, pid_t tid, int cpu, int first) {
   }
 }
 
+/* Opens the thread's event on every CPU. The first thread's events own the
+ * rings (mapped once all are open); later threads' events write into them. */
 static int attach_thread(kf_sampler_t *s, pid_t tid) {
   size_t first_fd = s->nfds;
+  int owns_rings = s->cpus[0].fd < 0;
   for (uint32_t i = 0; i < s->info.cpus; i++) {
     cpu_ring_t *c = &s->cpus[i];
     int fd = open_event(s, tid, c->cpu, s->nfds == 0);
@@ -185,11 +211,11 @@ static int attach_thread(kf_sampler_t *s, pid_t tid) {
       close(fd);
       return rc;
     }
-    if (c->fd < 0) {
-      rc = map_ring(s, c, fd);
-    } else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, c->fd) != 0) {
-      rc = -errno;
-    }
+    if (!owns_rings && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, c->fd) != 0)
+      return -errno;
+  }
+  if (owns_rings) {
+    int rc = map_rings(s, &s->fds[first_fd]);
     if (rc != 0) return rc;
   }
   s->info.threads++;
@@ -211,7 +237,7 @@ static int known_tid(const kf_sampler_t *s, pid_t tid) {
  * inheritance; the collector keeps one source per thread (see collector.c). */
 static int scan_threads(kf_sampler_t *s, size_t *added) {
   DIR *dir = opendir("/proc/self/task");
-  if (!dir) return -KF_ERR_NO_THREADS;
+  if (!dir) return errno == EMFILE || errno == ENFILE ? -errno : -KF_ERR_NO_THREADS;
   int rc = 0;
   *added = 0;
   struct dirent *d;

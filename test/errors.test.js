@@ -67,3 +67,48 @@ t.test('a small locked-memory budget shrinks the rings with a warning', async (t
   t.match(r.warnings.join('\n'), /cut from 16 to 4 pages.*ulimit -l/)
   t.equal(r.leakedFds, 0)
 })
+
+// The kernel's locked-memory budget is shared by the rings of all CPUs: the
+// rings shrink together, never the first one taking the whole budget.
+t.test('rings shrink together to fit a shared locked-memory budget', async (t) => {
+  const cpus = fs.readFileSync('/sys/devices/system/cpu/online', 'utf8')
+  const budgetScript = probe
+    .replace("kflame.start({ hz: 99 })", `kflame.start({ hz: 99, ringPages: 256 })
+  const sizes = fs.readFileSync('/proc/self/maps', 'utf8').split('\\n')
+    .filter((l) => l.includes('perf_event')).map((l) => { const [a, b] = l.split(' ')[0].split('-'); return (parseInt(b, 16) - parseInt(a, 16)) / 4096 })`)
+    .replace('samples: p.stats.samples }', 'samples: p.stats.samples, sizes }')
+  // Room for 129 pages per CPU, as perf_event_mlock_kb's default 516 KiB.
+  const ncpus = cpus.trim().split(',').reduce((n, r) => { const [a, b = a] = r.split('-').map(Number); return n + b - a + 1 }, 0)
+  const r = runWithFaults(budgetScript, { KFLAME_FAULT_MLOCK_BUDGET: String(129 * ncpus) })
+  t.equal(r.started, true, r.message)
+  t.equal(r.ringPages, 128, 'the largest power of two that fits on every CPU')
+  t.same(r.sizes, new Array(ncpus).fill(129), 'every CPU\'s ring has the same size')
+  t.match(r.warnings.join('\n'), /cut from 256 to 128 pages/)
+  t.equal(r.leakedFds, 0)
+})
+
+// Out of descriptors before perf_event_open is reached (reading the CPU
+// list, listing the threads): the same code and advice as from perf.
+t.test('no free descriptor at all -> KFLAME_ERR_FD_LIMIT, and a start() once fds are back works', async (t) => {
+  const { spawnSync } = require('node:child_process')
+  const script = `
+    const fs = require('fs')
+    const kflame = require('.')
+    const held = []
+    try { for (;;) held.push(fs.openSync('/dev/null', 'r')) } catch (err) { if (err.code !== 'EMFILE') throw err }
+    const out = {}
+    try { kflame.start() } catch (err) { out.code = err.code; out.message = err.message }
+    out.running = kflame.isRunning()
+    for (const fd of held) fs.closeSync(fd)
+    kflame.start(); out.samples = kflame.stop().stats.samples
+    console.log(JSON.stringify(out))`
+  const r = spawnSync('sh', ['-c', 'ulimit -n 256 && exec "$0" -e "$1"', process.execPath, script], {
+    cwd: require('node:path').join(__dirname, '..'), encoding: 'utf8'
+  })
+  t.equal(r.status, 0, r.stderr)
+  const out = JSON.parse(r.stdout)
+  t.equal(out.code, 'KFLAME_ERR_FD_LIMIT', out.message)
+  t.match(out.message, /ulimit -n/)
+  t.equal(out.running, false)
+  t.type(out.samples, 'number', 'a later start() works')
+})

@@ -120,3 +120,20 @@ t.test('labels on a worker thread go under that thread', async (t) => {
   t.ok(labelled > 100, `worker samples under its label: ${labelled} (by root: ${rootSummary(stacks)})`)
   t.equal(underLabels(stacks, /^main$/, ['in-worker']), 0, 'not on the main thread')
 })
+
+t.test('a result whose then getter throws: the error reaches the caller and the label closes', async (t) => {
+  kflame.start({ hz: 999 })
+  const hostile = {}
+  Object.defineProperty(hostile, 'then', { get () { throw new Error('then getter') } })
+  t.throws(() => kflame.label('hostile', () => { burn(50); return hostile }), /then getter/)
+  const thrower = { then () { throw new Error('then call') } }
+  await t.rejects(kflame.label('thrower', () => thrower), /then call/)
+  burn(200)
+  const p = kflame.stop()
+  const stacks = parseFolded(p.folded)
+  const main = /^main$/
+  const after = total(stacks, (s) => main.test(s.frames[0]) && !['hostile', 'thrower'].includes(s.frames[1]))
+  const labelled = total(stacks, (s) => main.test(s.frames[0]) && ['hostile', 'thrower'].includes(s.frames[1]))
+  t.ok(after > 100, `samples after the labels carry none: ${after}`)
+  t.ok(labelled < 100, `only the hostile label's own stretch is labelled: ${labelled}`)
+})

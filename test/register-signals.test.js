@@ -73,3 +73,24 @@ t.test('with signal-exit loaded: both run, the process dies of SIGTERM', { skip:
   t.match(r.stdout, 'onExit SIGTERM', 'signal-exit\'s handler ran')
   t.ok(fs.existsSync(path.join(dir, 'out.folded')), 'the profile was written')
 })
+
+// Node runs a signal listener only when the event loop turns; a signal that
+// comes during the last synchronous stretch is never dispatched. Without
+// kflame the process dies of it at once; with kflame/register it must still
+// die of it (after the profile is written), not exit 0.
+t.test('SIGTERM during a synchronous stretch that ends the script: written, and the process dies of SIGTERM', async (t) => {
+  const dir = tmpdir(t)
+  const script = `
+    function ${BURN} (ms) { let x = 0; const end = Date.now() + ms; while (Date.now() < end) x += Math.sqrt(x + 1); return x }
+    require('fs').writeSync(1, 'ready\\n')
+    ${BURN}(1500)`
+  const { child, result } = await startUntil(['-r', REGISTER, '-e', script], {
+    cwd: dir, env: { KFLAME_OUT: 'out.folded', KFLAME_HZ: '499' }
+  })
+  setTimeout(() => child.kill('SIGTERM'), 300)
+  const r = await result
+  t.equal(r.signal, 'SIGTERM', `died of the signal (code ${r.code}, stderr ${r.stderr})`)
+  t.equal(r.code, null)
+  t.match(r.stderr, /written to out\.folded/)
+  t.match(read(path.join(dir, 'out.folded')), BURN)
+})

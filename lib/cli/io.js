@@ -7,6 +7,7 @@
 const output = require('../output')
 const { kflameError } = require('../errors')
 const { usageError } = require('./args')
+const { checkPath, writeFailure } = require('../safefile')
 
 // A failure at run time (exit code 1), as opposed to a usage error (2).
 function failure (message) {
@@ -16,6 +17,11 @@ function failure (message) {
 // -> the format `file`'s extension picks; a usage error for any other name,
 // found before a long run rather than after it.
 function checkOutputPath (file) {
+  try {
+    checkPath(file, '-o')
+  } catch (err) {
+    throw usageError(err.message)
+  }
   const format = output.formatOfPath(file)
   if (format === null) throw usageError(`cannot tell the output format of "${file}": end it with ${output.EXTENSION_LIST}`)
   return format
@@ -26,7 +32,7 @@ function writeOutput (profile, file, svgOptions) {
     return output.writeProfile(profile, file, checkOutputPath(file), svgOptions)
   } catch (err) {
     if (err.code === 'KFLAME_ERR_USAGE') throw err
-    throw failure(`cannot write ${file}: ${err.message}`)
+    throw failure(writeFailure(file, err))
   }
 }
 

@@ -3,10 +3,12 @@
 // `kflame svg [FILE|-] [-o out.svg]`: folded stacks -> SVG flame graph.
 
 const fs = require('node:fs')
+const net = require('node:net')
 const path = require('node:path')
 const { parse, usageError, positiveInteger } = require('./args')
 const { failure, stderrLine } = require('./io')
 const output = require('../output')
+const { writeFileSafe, checkPath, ensureDir, writeFailure } = require('../safefile')
 const help = require('./help')
 
 const SPEC = {
@@ -20,10 +22,43 @@ const SPEC = {
   help: { type: 'boolean', short: 'h' }
 }
 
-async function readStdin () {
-  const chunks = []
-  for await (const chunk of process.stdin) chunks.push(chunk)
+async function readStream (stream, head = []) {
+  const chunks = [...head]
+  for await (const chunk of stream) chunks.push(chunk)
   return Buffer.concat(chunks).toString('utf8')
+}
+
+// A file, or a pipe or FIFO (`kflame svg <(cmd)`), read as the C side reads
+// one (src/readfile.c): opened without blocking, so a FIFO nobody writes
+// reads as empty instead of hanging in open(2).
+async function readInput (file) {
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK)
+  let fifo = false
+  try {
+    fifo = fs.fstatSync(fd).isFIFO()
+  } finally {
+    if (!fifo) fs.closeSync(fd)
+  }
+  if (!fifo) return fs.readFileSync(file, 'utf8')
+  // One read first: 0 bytes means no writer and nothing written (EOF). Else
+  // a writer is (or was) there, and the event loop reads the rest: epoll
+  // reports the FIFO's end once a writer has come and gone, never before.
+  const first = Buffer.alloc(64 * 1024)
+  let n
+  try {
+    n = fs.readSync(fd, first)
+  } catch (err) {
+    if (err.code !== 'EAGAIN') {
+      fs.closeSync(fd)
+      throw err
+    }
+    n = -1
+  }
+  if (n === 0) {
+    fs.closeSync(fd)
+    return ''
+  }
+  return readStream(new net.Socket({ fd, readable: true, writable: false }), n > 0 ? [first.subarray(0, n)] : [])
 }
 
 function svgOptions (values) {
@@ -52,9 +87,15 @@ async function svg (argv) {
   const input = positionals[0] === undefined || positionals[0] === '-' ? null : positionals[0]
   const out = values.output
   if (out !== undefined) {
+    try {
+      checkPath(out, '-o')
+    } catch (err) {
+      throw usageError(err.message)
+    }
     const format = output.formatOfPath(out)
-    // Any name may hold an SVG (flame.html, /dev/stdout), but not one that
-    // promises another format.
+    // Any name may hold an SVG (flame.html), but not one that promises
+    // another format. (Not /dev/stdout: a link is never written through;
+    // without -o the SVG goes to standard output.)
     if (format !== null && format !== 'svg') {
       throw usageError(`svg writes SVG, not ${format} ("${out}"): use kflame merge ${input || 'FILE'} -o ${out}`)
     }
@@ -67,27 +108,31 @@ async function svg (argv) {
   let stats
   if (input !== null && out !== undefined) {
     // File to file, all in C: a big folded file never becomes a JS string.
-    // Through a temporary file, so a failed render leaves no half SVG.
-    const tmp = path.join(path.dirname(out), `.${path.basename(out)}.${process.pid}.tmp`)
+    // The C side writes as lib/safefile.js does (src/safefile.h): a failed
+    // render leaves no half SVG, a link at `out` is refused. The input may
+    // be a pipe (`kflame svg <(cmd) -o x.svg`).
     try {
-      fs.mkdirSync(path.dirname(out), { recursive: true })
-      stats = renderSvgFile(input, tmp, options)
-      fs.renameSync(tmp, out)
+      ensureDir(path.dirname(out))
+      stats = renderSvgFile(input, out, options)
     } catch (err) {
-      try { fs.unlinkSync(tmp) } catch {}
       throw failure(err.message)
     }
   } else {
-    const text = input === null ? await readStdin() : fs.readFileSync(input, 'utf8')
+    let text
+    try {
+      text = input === null ? await readStream(process.stdin) : await readInput(input)
+    } catch (err) {
+      throw failure(`cannot read ${input || 'standard input'}: ${err.message}`)
+    }
     const r = renderSvg(text, options)
     stats = r.stats
     if (out === undefined) {
       process.stdout.write(r.svg)
     } else {
       try {
-        output.writeFileAtomic(out, r.svg)
+        writeFileSafe(out, r.svg)
       } catch (err) {
-        throw failure(`cannot write ${out}: ${err.message}`)
+        throw failure(writeFailure(out, err))
       }
     }
   }

@@ -7,6 +7,10 @@
  *   KFLAME_FAULT_PERF_AFTER=N                     ... after N successful opens
  *   KFLAME_FAULT_MLOCK_PAGES=N   mmap of a perf ring larger than 1+N pages
  *                                fails with EPERM (0: every ring fails)
+ *   KFLAME_FAULT_MLOCK_BUDGET=N  perf rings share a budget of N pages, as
+ *                                the kernel's perf_event_mlock_kb: a ring
+ *                                that does not fit in what the live rings
+ *                                left fails with EPERM; munmap gives back
  *
  * Test-only: never linked into kflame.
  */
@@ -52,23 +56,56 @@ long syscall(long nr, ...) {
   return real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
+/* The live perf rings, for the shared budget. */
+static struct ring_map {
+  void *addr;
+  size_t len;
+} rings[256];
+static size_t budget_used; /* bytes */
+
+static int is_perf_fd(int fd) {
+  char link[64], target[64] = "";
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(link, target, sizeof target - 1);
+  return n > 0 && strstr(target, "perf_event") != NULL;
+}
+
 /* node-gyp builds with _FILE_OFFSET_BITS=64, so the addon calls mmap64. */
 static void *fault_mmap(const char *sym, void *addr, size_t len, int prot,
                         int flags, int fd, off_t off) {
   void *(*real)(void *, size_t, int, int, int, off_t) =
       (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, sym);
+  int ring = fd >= 0 && (flags & MAP_SHARED) && (prot & PROT_WRITE) && is_perf_fd(fd);
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
   const char *pages = getenv("KFLAME_FAULT_MLOCK_PAGES");
-  if (pages && fd >= 0 && (flags & MAP_SHARED) && (prot & PROT_WRITE) &&
-      len > (size_t)(atoi(pages) + 1) * (size_t)sysconf(_SC_PAGESIZE)) {
-    char link[64], target[64] = "";
-    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    ssize_t n = readlink(link, target, sizeof target - 1);
-    if (n > 0 && strstr(target, "perf_event")) {
-      errno = EPERM;
-      return MAP_FAILED;
+  const char *budget = getenv("KFLAME_FAULT_MLOCK_BUDGET");
+  if (ring && ((pages && len > (size_t)(atoi(pages) + 1) * page) ||
+               (budget && budget_used + len > (size_t)atoi(budget) * page))) {
+    errno = EPERM;
+    return MAP_FAILED;
+  }
+  void *map = real(addr, len, prot, flags, fd, off);
+  if (ring && map != MAP_FAILED) {
+    for (size_t i = 0; i < sizeof rings / sizeof rings[0]; i++) {
+      if (rings[i].addr) continue;
+      rings[i] = (struct ring_map){map, len};
+      budget_used += len;
+      break;
     }
   }
-  return real(addr, len, prot, flags, fd, off);
+  return map;
+}
+
+int munmap(void *addr, size_t len) {
+  static int (*real)(void *, size_t);
+  if (!real) real = (int (*)(void *, size_t))dlsym(RTLD_NEXT, "munmap");
+  for (size_t i = 0; i < sizeof rings / sizeof rings[0]; i++) {
+    if (rings[i].addr != addr) continue;
+    budget_used -= rings[i].len;
+    rings[i].addr = NULL;
+    break;
+  }
+  return real(addr, len);
 }
 
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
