@@ -654,34 +654,30 @@ static napi_value js_label_close(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* watchSignal(signo): see sigwatch.h. */
-static napi_value js_watch_signal(napi_env env, napi_callback_info info) {
+/* Calls fn(signo) with the signal number argv[0]; its error thrown. */
+static napi_value with_signal(napi_env env, napi_callback_info info,
+                              int (*fn)(int), const char *usage) {
   size_t argc = 1;
   napi_value argv[1];
   int32_t signo = 0;
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc < 1 || napi_get_value_int32(env, argv[0], &signo) != napi_ok) {
-    napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG", "watchSignal(signo)");
+    napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG", usage);
     return NULL;
   }
-  int rc = kf_sigwatch_add(signo);
+  int rc = fn(signo);
   if (rc) return throw_code(env, rc, -rc);
   return NULL;
 }
 
+/* watchSignal(signo): see kf_sigwatch_add. */
+static napi_value js_watch_signal(napi_env env, napi_callback_info info) {
+  return with_signal(env, info, kf_sigwatch_add, "watchSignal(signo)");
+}
+
 /* dieOfSignal(signo): see kf_sigwatch_die; returns only when it did not. */
 static napi_value js_die_of_signal(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  int32_t signo = 0;
-  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 1 || napi_get_value_int32(env, argv[0], &signo) != napi_ok) {
-    napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG", "dieOfSignal(signo)");
-    return NULL;
-  }
-  int rc = kf_sigwatch_die(signo);
-  if (rc) return throw_code(env, rc, -rc);
-  return NULL;
+  return with_signal(env, info, kf_sigwatch_die, "dieOfSignal(signo)");
 }
 
 /* signalArrived() -> the watched signal number that arrived last, or 0 */
