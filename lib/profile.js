@@ -80,9 +80,9 @@ class Profile {
 
   /** A self-contained interactive flame graph (SVG text). */
   svg (options) {
-    const merged = { subtitle: subtitleOf(this.stats), ...options }
+    const checked = checkSvgOptions({ subtitle: subtitleOf(this.stats), ...options })
     const native = this.#nativeText()
-    return native ? binding.profileSvg(native, checkSvgOptions(merged)).svg : renderSvg(this.folded, merged).svg
+    return native ? binding.profileSvg(native, checked).svg : renderSvg(this.folded, checked).svg
   }
 
   /**
@@ -95,6 +95,9 @@ class Profile {
    */
   write (path, options = {}) {
     checkPath(path, 'profile.write(path)')
+    if (options === null || typeof options !== 'object') {
+      throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', 'profile.write(path, options): options must be an object')
+    }
     const { format = output.formatOfPath(path), svg: svgOptions } = options
     if (format === null) {
       throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG',
@@ -105,9 +108,9 @@ class Profile {
       ensureDir(dirname(path)) // as writeFileSafe does
       if (format === 'folded') binding.profileWrite(native, path)
       else binding.profileSvgFile(native, path, checkSvgOptions({ subtitle: subtitleOf(this.stats), ...svgOptions }))
-    } else {
-      writeFileSafe(path, output.renderProfile(this, format, svgOptions))
+      return format
     }
+    writeFileSafe(path, output.renderProfile(this, format, svgOptions))
     return format
   }
 
