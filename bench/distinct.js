@@ -101,7 +101,7 @@ function main () {
     process.stderr.write(`round ${i + 1}: ${out}\n`)
   }
   const keys = Object.keys(runs[0])
-  const result = { method: `${rounds} fresh processes, main + 1 worker, 9999 Hz until ${seconds} s of process CPU, medians`, medians: {} }
+  const result = { rounds, seconds, medians: {} }
   for (const k of keys) result.medians[k] = median(runs.map((r) => r[k]))
   result.runs = runs
   console.log(machineLine(machine))
@@ -109,5 +109,19 @@ function main () {
   if (json) writeResults(json, machine, result)
 }
 
+// The README's table, for bench/table.js.
+function readmeTables (r) {
+  const m = r.medians
+  const mb = (x) => Math.round(x)
+  return [
+    '| samples | distinct stacks | folded text | `stop()` | first `profile.folded` | RSS before `start()` | after `stop()` | with the string | peak during `stop()` | Profile dropped, 2 GCs |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    `| ${m.samples} | ${m.lines} | ${mb(m.foldedMB)} MB | ${Math.round(m.stopMs)} ms | ${Math.round(m.foldedMs)} ms | ` +
+      `${mb(m.rssBefore)} MB | ${mb(m.rssAfterStop)} MB | ${mb(m.rssWithString)} MB | ${mb(m.peakDuringStop)} MB | ${mb(m.rssReleased)} MB |`
+  ]
+}
+
 if (process.argv[2] === '--child') child(Number(process.argv[3]))
-else main()
+else if (require.main === module) main()
+
+module.exports = { readmeTables }

@@ -56,6 +56,14 @@ const BENCHES = [
     tables: (r) => require('./stop').readmeTables(r)
   },
   {
+    file: 'distinct.json',
+    title: 'stop() of a profile with ~100,000 distinct stacks',
+    script: 'bench/distinct.js',
+    about: (r) => `median of ${r.rounds} fresh processes after a warm-up profile; main thread and a worker in random ` +
+      `recursion at 9999 Hz until ${r.seconds} s of process CPU`,
+    tables: (r) => require('./distinct').readmeTables(r)
+  },
+  {
     file: 'jit.json',
     title: 'JIT code map against `--perf-basic-prof`',
     script: 'bench/jit.js',

@@ -82,6 +82,7 @@ int kf_safefile_open(const char *path, unsigned mode, kf_safefile_t **out) {
   if (!f) return -ENOMEM;
   f->dirfd = f->fd = -1;
   f->err = 0;
+  f->no_sync = 0;
   f->used = 0;
   f->tmp[0] = '\0';
   int rc = 0;
