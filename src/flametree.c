@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 #include "flametree.h"
 
 #include <errno.h>
@@ -174,11 +175,11 @@ static int add_line(builder_t *b, size_t nf, uint64_t count, int reverse) {
   return 0;
 }
 
-static const kf_ftnode_t *sort_base;
-
-static int by_name(const void *a, const void *b) {
-  const kf_ftnode_t *x = &sort_base[*(const uint32_t *)a];
-  const kf_ftnode_t *y = &sort_base[*(const uint32_t *)b];
+/* qsort_r's comparator: the nodes come as its argument, never through a
+ * file-level pointer, so trees can be sorted on several threads at once. */
+static int by_name(const void *a, const void *b, void *nodes) {
+  const kf_ftnode_t *x = &((const kf_ftnode_t *)nodes)[*(const uint32_t *)a];
+  const kf_ftnode_t *y = &((const kf_ftnode_t *)nodes)[*(const uint32_t *)b];
   size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
   int c = memcmp(x->name, y->name, n);
   return c ? c : (x->name_len > y->name_len) - (x->name_len < y->name_len);
@@ -189,7 +190,6 @@ static int by_name(const void *a, const void *b) {
 static int sort_children(kf_flametree_t *t) {
   uint32_t *ids = NULL;
   size_t cap = 0;
-  sort_base = t->nodes;
   for (size_t p = 0; p < t->count; p++) {
     size_t n = 0;
     for (uint32_t c = t->nodes[p].first_child; c; c = t->nodes[c].next_sibling) {
@@ -200,7 +200,7 @@ static int sort_children(kf_flametree_t *t) {
       ids[n++] = c;
     }
     if (n < 2) continue;
-    qsort(ids, n, sizeof(*ids), by_name);
+    qsort_r(ids, n, sizeof(*ids), by_name, t->nodes);
     t->nodes[p].first_child = ids[0];
     for (size_t i = 0; i + 1 < n; i++) t->nodes[ids[i]].next_sibling = ids[i + 1];
     t->nodes[ids[n - 1]].next_sibling = 0;
@@ -234,6 +234,9 @@ int kf_flametree_parse(kf_flametree_t *t, const char *text, size_t len,
     t->lines++;
     size_t frames_len = 0;
     uint64_t count = split_count(line, n, &frames_len);
+    /* A count that would take the total past 2^53 - 1 is a bad line: every
+     * sum stays exact, here and as a JS number (lib/folded.js, the same rule). */
+    if (count > KF_FLAMETREE_MAX_TOTAL - t->nodes[0].total) count = 0;
     long nf = count ? split_frames(&b, line, frames_len) : 0;
     if (nf < 0) goto out;
     if (nf == 0) {

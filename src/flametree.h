@@ -5,7 +5,8 @@
  *
  * Names point into the parsed text, which must outlive the tree. Lines
  * that are not "frames COUNT" (no count, a count that is not a positive
- * integer, an empty frame) are skipped and counted, never fatal. Pure;
+ * integer, an empty frame, a count past KF_FLAMETREE_MAX_TOTAL) are skipped
+ * and counted, never fatal. Pure;
  * any thread, one tree per caller.
  */
 #ifndef KF_FLAMETREE_H
@@ -29,6 +30,11 @@ typedef struct kf_flametree {
   uint32_t max_depth;
   uint64_t lines, bad_lines;
 } kf_flametree_t;
+
+/* The largest total of a tree: 2^53 - 1, the largest integer a JS number
+ * holds exactly. A line whose count would take the total past it is a bad
+ * line, so every node's total is exact (lib/folded.js has the same rule). */
+#define KF_FLAMETREE_MAX_TOTAL ((UINT64_C(1) << 53) - 1)
 
 /* Parses `len` bytes of folded text. With `reverse`, each stack is read
  * leaf first (a "reverse stack order" graph: who calls the hot leaves).

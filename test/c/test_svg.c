@@ -1,5 +1,7 @@
 /* Folded text into a flame tree, and the tree into SVG. */
 #define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -156,6 +158,77 @@ static void svg_too_narrow_is_widened(void) {
   free(svg);
 }
 
+/* 19 lines of 999999999999999999 summed past 2^64 once ("all
+ * (553255926290448365 samples)", children at 180%). A count that would take
+ * the total past 2^53 - 1 is a bad line: every total stays exact. */
+static void tree_total_never_passes_2_53(void) {
+  char text[19 * 32 + 64];
+  size_t n = 0;
+  for (int i = 0; i < 19; i++)
+    n += (size_t)snprintf(text + n, sizeof text - n, "main;f%02d 999999999999999999\n", i);
+  n += (size_t)snprintf(text + n, sizeof text - n, "main;big 9007199254740990\nmain;one 1\nmain;two 2\n");
+  kf_flametree_t t;
+  CHECK(kf_flametree_parse(&t, text, n, 0) == 0);
+  CHECK_EQ_U64(t.lines, 22);
+  CHECK_EQ_U64(t.bad_lines, 20); /* the 19, then "two" that no longer fits */
+  CHECK_EQ_U64(t.nodes[0].total, KF_FLAMETREE_MAX_TOTAL);
+  const kf_ftnode_t *m = find(&t, 0, "main");
+  CHECK(m && m->total == KF_FLAMETREE_MAX_TOTAL);
+  kf_flametree_free(&t);
+}
+
+/* Rendering is pure: threads rendering at once (sorting children among
+ * them) give each the bytes it gets alone. Under TSan this also shows that
+ * nothing is shared. */
+typedef struct render_job {
+  const char *text;
+  char *svg;
+  size_t len;
+} render_job_t;
+
+static void *render_many(void *arg) {
+  render_job_t *job = arg;
+  kf_svg_opts_t o = {.width = 1200, .minwidth = 0.1};
+  kf_svg_stats_t st;
+  for (int i = 0; i < 20; i++) {
+    char *svg;
+    size_t len;
+    if (kf_svg_render(job->text, strlen(job->text), &o, &svg, &len, &st) != 0) return NULL;
+    if (i == 0) {
+      job->svg = svg;
+      job->len = len;
+    } else {
+      if (len != job->len || memcmp(svg, job->svg, len) != 0) job->len = 0;
+      free(svg);
+    }
+  }
+  return job;
+}
+
+static void svg_renders_on_threads_at_once(void) {
+  /* Many siblings to sort: the sort is where a shared pointer once crashed. */
+  char *big = malloc(64 * 4000);
+  size_t n = 0;
+  for (int i = 0; i < 4000; i++)
+    n += (size_t)snprintf(big + n, 64, "main;f%d;g%d %d\n", (i * 7919) % 4000, i % 13, i % 5 + 1);
+  const char *texts[4] = {big, "main;b;x 2\nmain;a 3\nworker;z 1\nworker;y 4\n",
+                          "t;c 1\nt;b 1\nt;a 1\n", big};
+  render_job_t jobs[4];
+  pthread_t threads[4];
+  for (int i = 0; i < 4; i++) {
+    jobs[i] = (render_job_t){.text = texts[i]};
+    CHECK(pthread_create(&threads[i], NULL, render_many, &jobs[i]) == 0);
+  }
+  for (int i = 0; i < 4; i++) {
+    void *ok;
+    CHECK(pthread_join(threads[i], &ok) == 0 && ok);
+    CHECK(jobs[i].len > 0);
+  }
+  CHECK(jobs[0].len == jobs[3].len && memcmp(jobs[0].svg, jobs[3].svg, jobs[0].len) == 0);
+  for (int i = 0; i < 4; i++) free(jobs[i].svg);
+  free(big);
+}
+
 static const kftest_case_t cases[] = {
     {"flametree: merge, count, sort children", tree_merges_counts_and_sorts},
     {"flametree: bad lines counted, not fatal", tree_counts_bad_lines},
@@ -166,6 +239,8 @@ static const kftest_case_t cases[] = {
     {"svg: deterministic; icicle", svg_is_deterministic_and_inverts},
     {"svg: empty input", svg_of_nothing},
     {"svg: too narrow is widened", svg_too_narrow_is_widened},
+    {"flametree: the total never passes 2^53 - 1", tree_total_never_passes_2_53},
+    {"svg: threads render at once", svg_renders_on_threads_at_once},
     {NULL, NULL},
 };
 
