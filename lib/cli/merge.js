@@ -48,16 +48,16 @@ function mergeFiles (files) {
   let lines = 0
   let badLines = 0
   const badFiles = []
+  let samples = 0
   for (const file of files) {
-    const parsed = parseFoldedText(fs.readFileSync(file, 'utf8'))
+    const parsed = parseFoldedText(fs.readFileSync(file, 'utf8'), samples)
+    samples = parsed.total
     lines += parsed.lines
     badLines += parsed.badLines
     if (parsed.badLines) badFiles.push([file, parsed.badLines])
     for (const [stack, count] of parsed.stacks) merged.set(stack, (merged.get(stack) || 0) + count)
   }
   const { keys, folded } = foldedOf(merged)
-  let samples = 0
-  for (const count of merged.values()) samples += count
   return { folded, samples, stacks: keys.length, lines, badLines, badFiles }
 }
 

@@ -24,7 +24,9 @@ const SPEC = {
   help: { type: 'boolean', short: 'h' }
 }
 
-const MAP_LINE = /^(?:0x)?([0-9a-fA-F]{1,16})\s+(?:0x)?([0-9a-fA-F]{1,16})\s+(.*?)\s*$/
+// The name is taken whole and trimmed after: `(.*?)\s*$` retried the tail
+// at every character of a run of spaces inside a name (quadratic).
+const MAP_LINE = /^(?:0x)?([0-9a-fA-F]{1,16})\s+(?:0x)?([0-9a-fA-F]{1,16})\s+(.*)$/s
 // Hex words standing alone: not part of a longer word, number or name.
 const ADDRESS = /(?<![0-9A-Za-z_$])(0[xX][0-9a-fA-F]{1,16}|[0-9a-fA-F]{8,16})(?![0-9A-Za-z_$])/g
 const ADDRESS_0X = /(?<![0-9A-Za-z_$])(0[xX][0-9a-fA-F]{1,16})(?![0-9A-Za-z_$])/g
@@ -85,11 +87,12 @@ function parseMap (text) {
     const m = MAP_LINE.exec(line)
     const start = m && parseInt(m[1], 16)
     const size = m && parseInt(m[2], 16)
-    if (!m || m[3] === '' || size === 0 || !Number.isSafeInteger(start + size)) {
+    const name = m && m[3].trimEnd()
+    if (!m || name === '' || size === 0 || !Number.isSafeInteger(start + size)) {
       badLines++
       continue
     }
-    entries.push({ start, end: start + size, name: m[3], line: n })
+    entries.push({ start, end: start + size, name, line: n })
   }
   entries.sort((a, b) => a.start - b.start || a.line - b.line)
   const segments = flatten(entries)

@@ -19,7 +19,8 @@ function parseFoldedLine (line) {
   const space = line.lastIndexOf(' ')
   if (space <= 0) return null
   const digits = line.slice(space + 1)
-  if (!/^\d{1,15}$/.test(digits)) return null
+  // Up to 2^53 - 1: larger counts are bad lines, as in C (flametree.h).
+  if (!/^\d{1,16}$/.test(digits) || !Number.isSafeInteger(Number(digits))) return null
   const frames = line.slice(0, space).split(';')
   if (frames.some((f) => f === '')) return null
   return { frames, count: Number(digits) }
@@ -51,7 +52,8 @@ function modelFromFolded (text, hz = 99) {
     const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw
     if (line.trim() === '') continue
     const parsed = parseFoldedLine(line)
-    if (!parsed) {
+    // As lib/folded.js: past Number.MAX_SAFE_INTEGER in all, a bad line.
+    if (!parsed || parsed.count > Number.MAX_SAFE_INTEGER - total) {
       badLines++
       continue
     }
