@@ -34,6 +34,16 @@ size_t kf_fold_sanitize(char *dst, const char *name, size_t len) {
   return len;
 }
 
+/* Appends one already sanitised frame, ';'-separated. */
+static int buf_append(buf_t *b, const char *name, size_t n) {
+  if (buf_reserve(b, n + 1)) return -ENOMEM;
+  if (b->len) b->p[b->len++] = ';';
+  memcpy(b->p + b->len, name, n);
+  b->len += n;
+  b->p[b->len] = '\0';
+  return 0;
+}
+
 static int buf_frame(buf_t *b, const char *name) {
   /* An empty frame would make the line unreadable ("a;;b" is a bad line). */
   if (!name || !*name) name = "[unknown]";
@@ -43,6 +53,64 @@ static int buf_frame(buf_t *b, const char *name) {
   b->len += kf_fold_sanitize(b->p + b->len, name, n);
   b->p[b->len] = '\0';
   return 0;
+}
+
+/* Each address is named and sanitised once per fold, however many stacks
+ * hold it: a profile of 100,000 distinct stacks names millions of frames
+ * from a few thousand addresses. Open addressing on (ip, kernel); the
+ * sanitised names live in `pool`, found by offset. */
+typedef struct name_slot {
+  uint64_t ip;
+  uint32_t off, len; /* in pool */
+  uint8_t used, kernel;
+} name_slot_t;
+
+typedef struct name_cache {
+  name_slot_t *slots;
+  size_t cap, count;
+  buf_t pool;
+} name_cache_t;
+
+static size_t slot_of(uint64_t ip, int kernel, size_t cap) {
+  uint64_t h = (ip ^ (uint64_t)kernel) * 0x9e3779b97f4a7c15ULL;
+  return (size_t)(h >> 32) & (cap - 1);
+}
+
+static int cache_grow(name_cache_t *c) {
+  size_t cap = c->cap ? c->cap * 2 : 4096;
+  name_slot_t *slots = calloc(cap, sizeof(*slots));
+  if (!slots) return -ENOMEM;
+  for (size_t i = 0; i < c->cap; i++) {
+    if (!c->slots[i].used) continue;
+    size_t k = slot_of(c->slots[i].ip, c->slots[i].kernel, cap);
+    while (slots[k].used) k = (k + 1) & (cap - 1);
+    slots[k] = c->slots[i];
+  }
+  free(c->slots);
+  c->slots = slots;
+  c->cap = cap;
+  return 0;
+}
+
+/* Appends the frame of (ip, kernel) to b, naming it on first sight. */
+static int cached_frame(name_cache_t *c, const kf_fold_names_t *names,
+                        uint64_t ip, int kernel, buf_t *b) {
+  if ((c->count + 1) * 2 > c->cap && cache_grow(c)) return -ENOMEM;
+  size_t k = slot_of(ip, kernel, c->cap);
+  for (; c->slots[k].used; k = (k + 1) & (c->cap - 1))
+    if (c->slots[k].ip == ip && c->slots[k].kernel == kernel)
+      return buf_append(b, c->pool.p + c->slots[k].off, c->slots[k].len);
+  const char *name = names->frame(names->ctx, ip, kernel);
+  if (!name || !*name) name = "[unknown]";
+  size_t n = strlen(name);
+  if (n > UINT32_MAX || c->pool.len + n > UINT32_MAX || buf_reserve(&c->pool, n))
+    return -ENOMEM;
+  name_slot_t *slot = &c->slots[k];
+  *slot = (name_slot_t){.ip = ip, .off = (uint32_t)c->pool.len, .len = (uint32_t)n,
+                        .used = 1, .kernel = (uint8_t)kernel};
+  c->pool.len += kf_fold_sanitize(c->pool.p + c->pool.len, name, n);
+  c->count++;
+  return buf_append(b, c->pool.p + slot->off, slot->len);
 }
 
 /* The lines' texts, in chunks mapped apart from the heap: when the text is
@@ -92,7 +160,7 @@ static int by_text(const void *a, const void *b) {
  * announced by a marker: [KERNEL, k_leaf .. k_outer, USER, u_leaf .. u_outer].
  * Reading it backwards gives user frames outermost first, then kernel ones. */
 static int fold_one(const kf_stack_t *st, const kf_fold_names_t *names,
-                    buf_t *b, unsigned char *ctx_of) {
+                    name_cache_t *cache, buf_t *b, unsigned char *ctx_of) {
   unsigned char ctx = 0; /* 0 unknown, 1 kernel, 2 user, 3 skipped (guest) */
   uint32_t frames = 0;
   for (uint32_t i = 0; i < st->nr; i++) {
@@ -114,8 +182,7 @@ static int fold_one(const kf_stack_t *st, const kf_fold_names_t *names,
     return -ENOMEM;
   for (uint32_t i = st->nr; i-- > 0;) {
     if (ctx_of[i] != 1 && ctx_of[i] != 2) continue;
-    const char *name = names->frame(names->ctx, st->ips[i], ctx_of[i] == 1);
-    if (buf_frame(b, name)) return -ENOMEM;
+    if (cached_frame(cache, names, st->ips[i], ctx_of[i] == 1, b)) return -ENOMEM;
   }
   return 0;
 }
@@ -126,6 +193,7 @@ int kf_fold(const kf_stacks_t *stacks, const kf_fold_names_t *names,
   line_t *lines = calloc(n ? n : 1, sizeof(line_t));
   buf_t b = {0}, text = {0};
   arena_chunk_t *arena = NULL;
+  name_cache_t cache = {0};
   unsigned char *ctx_of = NULL;
   size_t ctx_cap = 0, made = 0;
   int rc = -ENOMEM;
@@ -139,7 +207,7 @@ int kf_fold(const kf_stacks_t *stacks, const kf_fold_names_t *names,
       ctx_cap = st.nr * 2;
       if (!(ctx_of = malloc(ctx_cap))) goto out;
     }
-    if (fold_one(&st, names, &b, ctx_of)) goto out;
+    if (fold_one(&st, names, &cache, &b, ctx_of)) goto out;
     if (!(lines[made].text = arena_copy(&arena, b.p, b.len))) goto out;
     lines[made].len = b.len;
     lines[made].count = st.count;
@@ -148,31 +216,30 @@ int kf_fold(const kf_stacks_t *stacks, const kf_fold_names_t *names,
   }
   qsort(lines, made, sizeof(line_t), by_text);
 
-  /* The text is sized exactly: no doubling buffer beside the lines. */
+  /* Equal lines (stacks that name alike) merge into the first of their run;
+   * each stack learns its line. Then the text is sized exactly: no doubling
+   * buffer beside the lines. */
+  size_t unique = 0, total = 0;
   char count_buf[32];
-  size_t total = 0;
-  for (size_t i = 0; i < made;) {
-    uint64_t count = 0;
-    size_t j = i;
-    for (; j < made && by_text(&lines[i], &lines[j]) == 0; j++) count += lines[j].count;
-    total += lines[i].len +
-             (size_t)snprintf(count_buf, sizeof count_buf, " %llu\n", (unsigned long long)count);
+  for (size_t i = 0; i < made; unique++) {
+    line_t run = lines[i];
+    if (line_of_stack) line_of_stack[run.stack] = (uint32_t)unique;
+    size_t j = i + 1;
+    for (; j < made && by_text(&run, &lines[j]) == 0; j++) {
+      run.count += lines[j].count;
+      if (line_of_stack) line_of_stack[lines[j].stack] = (uint32_t)unique;
+    }
+    lines[unique] = run;
+    total += run.len + (size_t)snprintf(count_buf, sizeof count_buf, " %llu\n",
+                                        (unsigned long long)run.count);
     i = j;
   }
   if (!(text.p = malloc(total + 1))) goto out;
-  uint32_t line_no = 0;
-  for (size_t i = 0; i < made; line_no++) {
-    uint64_t count = 0;
-    size_t j = i;
-    for (; j < made && by_text(&lines[i], &lines[j]) == 0; j++) {
-      count += lines[j].count;
-      if (line_of_stack) line_of_stack[lines[j].stack] = line_no;
-    }
+  for (size_t i = 0; i < unique; i++) {
     memcpy(text.p + text.len, lines[i].text, lines[i].len);
     text.len += lines[i].len;
     text.len += (size_t)snprintf(text.p + text.len, total + 1 - text.len, " %llu\n",
-                                 (unsigned long long)count);
-    i = j;
+                                 (unsigned long long)lines[i].count);
   }
   text.p[text.len] = '\0';
   *out = text.p;
@@ -181,6 +248,8 @@ int kf_fold(const kf_stacks_t *stacks, const kf_fold_names_t *names,
   rc = 0;
 out:
   arena_free(arena);
+  free(cache.slots);
+  free(cache.pool.p);
   free(lines);
   free(b.p);
   free(text.p);

@@ -14,8 +14,9 @@
 #include "stacks.h"
 
 typedef struct kf_fold_names {
-  /* Name of a frame; `kernel` is 1 for a kernel address. The string must stay
-   * valid until kf_fold() returns. */
+  /* Name of a frame; `kernel` is 1 for a kernel address. Called once per
+   * distinct (ip, kernel) of a fold (an address has one name), and the
+   * string must stay valid until the call returns. */
   const char *(*frame)(void *ctx, uint64_t ip, int kernel);
   /* Name of the root frame of a thread's stacks. Same lifetime. */
   const char *(*thread)(void *ctx, uint32_t tid);

@@ -162,6 +162,33 @@ static void stacks_keep_empty_callchains(void) {
   kf_stacks_free(s);
 }
 
+/* Each (ip, kernel) is named once per fold, however many stacks hold it;
+ * the same address in kernel and user context is two frames. */
+static int named;
+static const char *counting_frame(void *ctx, uint64_t ip, int kernel) {
+  named++;
+  return frame(ctx, ip, kernel);
+}
+
+static void folds_name_each_address_once(void) {
+  kf_stacks_t *s = kf_stacks_new();
+  for (uint64_t i = 0; i < 1000; i++) {
+    uint64_t ips[] = {K, 0x101, U, 0x101, 0x102, 0x100 + (i % 50), 0x103};
+    CHECK(kf_stacks_add(s, 1 + (uint32_t)(i % 2), i, ips, 7) == 0);
+  }
+  kf_fold_names_t names = {.frame = counting_frame, .thread = thread};
+  char *out;
+  size_t len;
+  named = 0;
+  CHECK(kf_fold(s, &names, &out, &len, NULL) == 0);
+  /* 0x101 in the kernel; in user space 0x100..0x131 (0x101..0x103 among
+   * them): 1 + 50 names for 7,000 frames. */
+  CHECK_EQ_U64(named, 1 + 50);
+  CHECK(strstr(out, "main;f3;f31;f2;f1;f1_[k] ") != NULL);
+  free(out);
+  kf_stacks_free(s);
+}
+
 static const kftest_case_t cases[] = {
     {"stacks: count duplicates per thread", stacks_count_duplicates},
     {"stacks: grow past rehash", stacks_grow_past_rehash},
@@ -171,6 +198,7 @@ static const kftest_case_t cases[] = {
     {"folded: sanitise names", folds_sanitise_names},
     {"folded: mark truncated, skip guest frames", folds_mark_truncated_and_skip_guest},
     {"folded: empty profile", folds_nothing},
+    {"folded: each address named once", folds_name_each_address_once},
     {NULL, NULL},
 };
 
