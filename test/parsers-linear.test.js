@@ -15,7 +15,10 @@ const path = require('node:path')
 const http = require('node:http')
 const kflame = require('..')
 const { modelFromFolded } = require('../lib/exports')
-const { parseMap, resolveText } = require('../lib/cli/resolve')
+const { Readable, Writable } = require('node:stream')
+const { parseFrame } = require('../lib/exports/frames')
+const { parseMap, resolveText, resolveStream } = require('../lib/cli/resolve')
+const { mergeFiles } = require('../lib/cli/merge')
 const { parse: parseArgs } = require('../lib/cli/args')
 const { SPEC: MERGE_SPEC } = require('../lib/cli/merge')
 const { checkSvgOptions } = require('../lib/svg')
@@ -123,6 +126,57 @@ t.test('kflame resolve: perf maps and addresses', async (t) => {
   }
 })
 
+// The exports take every frame of a folded profile apart (name, script,
+// line): a name is outside input too.
+t.test('parseFrame is linear', async (t) => {
+  const NAMES = {
+    'spaces before the position': (n) => `f${' '.repeat(n)}:1:1_[j]`,
+    'words that are not URLs': (n) => `f${' ab.c'.repeat(n / 5)}:1:1_[j]`,
+    'a long scheme-like word': (n) => `f ${'a'.repeat(n)}:1:1_[j]`,
+    'a run of :1': (n) => `f ${':1'.repeat(n / 2)}x_[j]`,
+    'long line and column': (n) => `f a:${'1'.repeat(n / 2)}:${'1'.repeat(n / 2)}x_[j]`,
+    'a run of +0x': (n) => `${'a+0x1'.repeat(n / 5)}z`,
+    'a run of -1': (n) => '-1'.repeat(n / 2)
+  }
+  for (const [what, make] of Object.entries(NAMES)) {
+    const ts = time(() => parseFrame(make(N)))
+    const tl = time(() => parseFrame(make(4 * N)))
+    t.ok(tl < 12 * ts + 40 && tl < 300, `${what}: ${ts.toFixed(1)} ms, ${tl.toFixed(1)} ms`)
+  }
+})
+
+t.test('kflame merge reads files in linear time', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-linear-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const ms = []
+  for (const n of [N, 4 * N]) {
+    const files = ['a', 'b'].map((name) => path.join(dir, `${name}-${n}.folded`))
+    fs.writeFileSync(files[0], `main;a${' '.repeat(n)}b 1\nmain;a${' \t'.repeat(n / 2)}b\n`)
+    fs.writeFileSync(files[1], `main;a 1${' '.repeat(n)}\n${';'.repeat(n)} 1\n`)
+    ms.push(time(() => mergeFiles(files)))
+  }
+  t.ok(ms[1] < 12 * ms[0] + 40 && ms[1] < 300, `${ms.map((x) => x.toFixed(1)).join(' ms, ')} ms`)
+})
+
+// The command reads its input in chunks: a line without a newline once
+// was searched again from its start at every chunk (64 MB took 49 s).
+t.test('kflame resolve streams a long line without a newline in linear time', async (t) => {
+  const { lookup } = parseMap('1000 10 name\n')
+  const run = async (bytes) => {
+    const chunk = Buffer.from('x'.repeat(65536))
+    const input = Readable.from((function * () { for (let i = 0; i < bytes / 65536; i++) yield chunk })())
+    let out = 0
+    const sink = new Writable({ write (c, e, cb) { out += c.length; cb() } })
+    const t0 = performance.now()
+    await resolveStream(input, lookup, { bare: true }, sink)
+    t.equal(out, bytes, `${bytes} bytes in, ${bytes} out`)
+    return performance.now() - t0
+  }
+  const ts = await run(4 << 20)
+  const tl = await run(16 << 20)
+  t.ok(tl < 12 * ts + 100 && tl < 1500, `4 MB in ${ts.toFixed(0)} ms, 16 MB in ${tl.toFixed(0)} ms`)
+})
+
 t.test('command lines, options and label names', async (t) => {
   const cases = {
     'CLI: a long value': (n) => () => { try { parseArgs(['--title', 'x'.repeat(n), '--hz', '9'.repeat(n)], MERGE_SPEC) } catch {} },
@@ -190,4 +244,24 @@ t.test('counts never sum past 2^53 - 1, in C and in JS alike', async (t) => {
   const shares = [...svg.svg.matchAll(/ samples, ([\d.]+)%\)/g)].map((m) => Number(m[1]))
   t.ok(shares.length > 0 && shares.every((x) => x <= 100), `no share above 100%: ${shares.join(', ')}`)
   t.equal(modelFromFolded(text).badLines, 11)
+
+  // The same digits are counts on both sides: leading zeros up to 18 digits.
+  const zeros = 'main;a 00000000000000001\nmain;b 000000000000000002\nmain;c 0000000000000000003\n'
+  t.same([kflame.fromFolded(zeros).stats.samples, kflame.fromFolded(zeros).stats.details.badLines], [3, 1])
+  t.same([kflame.renderSvg(zeros).stats.samples, kflame.renderSvg(zeros).stats.badLines], [3, 1])
+  t.equal(modelFromFolded(zeros).badLines, 1)
+})
+
+t.test('kflame merge: the total of all files never passes 2^53 - 1', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-total-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const files = ['a', 'b', 'c'].map((name) => path.join(dir, `${name}.folded`))
+  fs.writeFileSync(files[0], 'main;f 5000000000000000\n')
+  fs.writeFileSync(files[1], 'main;f 5000000000000000\nmain;g 7\n')
+  fs.writeFileSync(files[2], 'main;g 4007199254740984\n')
+  const m = mergeFiles(files)
+  t.equal(m.samples, Number.MAX_SAFE_INTEGER, 'a, then b\'s g, then c: exactly 2^53 - 1')
+  t.equal(m.badLines, 1, 'b\'s f would pass it')
+  t.same(m.badFiles, [[files[1], 1]])
+  t.equal(m.folded, `main;f 5000000000000000\nmain;g ${4007199254740984 + 7}\n`)
 })

@@ -19,8 +19,10 @@ function parseFoldedLine (line) {
   const space = line.lastIndexOf(' ')
   if (space <= 0) return null
   const digits = line.slice(space + 1)
-  // Up to 2^53 - 1: larger counts are bad lines, as in C (flametree.h).
-  if (!/^\d{1,16}$/.test(digits) || !Number.isSafeInteger(Number(digits))) return null
+  // As in C (flametree.c): up to 18 digits (leading zeros too), and a value
+  // past 2^53 - 1 is a bad line. Number() of a larger value never rounds
+  // down to a safe integer, so the test is exact.
+  if (!/^\d{1,18}$/.test(digits) || !Number.isSafeInteger(Number(digits))) return null
   const frames = line.slice(0, space).split(';')
   if (frames.some((f) => f === '')) return null
   return { frames, count: Number(digits) }
