@@ -78,9 +78,14 @@ class Profile {
     return this.#native !== null && this.#labels === null ? this.#native : null
   }
 
+  // The flame graph's options, checked, with this profile's subtitle.
+  #svgOptions (options) {
+    return checkSvgOptions({ subtitle: subtitleOf(this.stats), ...options })
+  }
+
   /** A self-contained interactive flame graph (SVG text). */
   svg (options) {
-    const checked = checkSvgOptions({ subtitle: subtitleOf(this.stats), ...options })
+    const checked = this.#svgOptions(options)
     const native = this.#nativeText()
     return native ? binding.profileSvg(native, checked).svg : renderSvg(this.folded, checked).svg
   }
@@ -107,7 +112,7 @@ class Profile {
     if (native && (format === 'folded' || format === 'svg')) {
       ensureDir(dirname(path)) // as writeFileSafe does
       if (format === 'folded') binding.profileWrite(native, path)
-      else binding.profileSvgFile(native, path, checkSvgOptions({ subtitle: subtitleOf(this.stats), ...svgOptions }))
+      else binding.profileSvgFile(native, path, this.#svgOptions(svgOptions))
       return format
     }
     writeFileSafe(path, output.renderProfile(this, format, svgOptions))

@@ -552,6 +552,22 @@ static napi_value js_profile_svg(napi_env env, napi_callback_info info) {
   return svg_result(env, p->folded ? p->folded : "", p->folded_len, &o);
 }
 
+/* Renders folded[0..len) into the file `path` (src/safefile.h's rules;
+ * 0644, as any file a user writes: the SVG is for others to open) ->
+ * stats, or NULL with an error thrown. */
+static napi_value svg_to_file(napi_env env, const char *folded, size_t len,
+                              const kf_svg_opts_t *o, const char *path) {
+  char *svg = NULL;
+  size_t svg_len = 0;
+  kf_svg_stats_t st;
+  int rc = kf_svg_render(folded, len, o, &svg, &svg_len, &st);
+  if (rc) return throw_code(env, rc, 0);
+  rc = kf_safefile_write_all(path, svg, svg_len, 0644);
+  free(svg);
+  if (rc) return throw_path_code(env, rc, -KF_ERR_WRITE, path);
+  return svg_stats(env, &st);
+}
+
 /* renderSvgFile(inPath, outPath, options) -> stats: file to file in C, so
  * a big profile never becomes a JS string. */
 static napi_value js_render_svg_file(napi_env env, napi_callback_info info) {
@@ -570,19 +586,12 @@ static napi_value js_render_svg_file(napi_env env, napi_callback_info info) {
     return NULL;
   }
   const char *folded = NULL;
-  char *svg = NULL;
-  size_t folded_len = 0, svg_len = 0;
-  kf_svg_stats_t st;
+  size_t folded_len = 0;
   int rc = kf_map_file(in, &folded, &folded_len);
   if (rc) return throw_path_code(env, rc, -KF_ERR_READ, in);
-  rc = kf_svg_render(folded ? folded : "", folded_len, &o, &svg, &svg_len, &st);
+  napi_value stats = svg_to_file(env, folded ? folded : "", folded_len, &o, out);
   kf_unmap_file(folded, folded_len);
-  if (rc) return throw_code(env, rc, 0);
-  /* 0644, as any file a user writes: the SVG is for others to open. */
-  rc = kf_safefile_write_all(out, svg, svg_len, 0644);
-  free(svg);
-  if (rc) return throw_path_code(env, rc, -KF_ERR_WRITE, out);
-  return svg_stats(env, &st);
+  return stats;
 }
 
 /* profileWrite(profile, path): the folded text, C to file, at any size. */
@@ -617,15 +626,7 @@ static napi_value js_profile_svg_file(napi_env env, napi_callback_info info) {
                           "(non-empty, without NUL characters) and options");
     return NULL;
   }
-  char *svg = NULL;
-  size_t svg_len = 0;
-  kf_svg_stats_t st;
-  int rc = kf_svg_render(p->folded ? p->folded : "", p->folded_len, &o, &svg, &svg_len, &st);
-  if (rc) return throw_code(env, rc, 0);
-  rc = kf_safefile_write_all(path, svg, svg_len, 0644);
-  free(svg);
-  if (rc) return throw_path_code(env, rc, -KF_ERR_WRITE, path);
-  return svg_stats(env, &st);
+  return svg_to_file(env, p->folded ? p->folded : "", p->folded_len, &o, path);
 }
 
 /* labelOpen(name) -> handle, or -1 when no profile runs (the cheap path). */

@@ -34,13 +34,21 @@ size_t kf_fold_sanitize(char *dst, const char *name, size_t len) {
   return len;
 }
 
-/* Appends one already sanitised frame, ';'-separated. */
-static int buf_append(buf_t *b, const char *name, size_t n) {
-  if (buf_reserve(b, n + 1)) return -ENOMEM;
+/* Room for one more frame of n bytes after a ';' (none before the first):
+ * where to write it, or NULL for lack of memory. The caller adds n to len. */
+static char *buf_next_frame(buf_t *b, size_t n) {
+  if (buf_reserve(b, n + 1)) return NULL;
   if (b->len) b->p[b->len++] = ';';
-  memcpy(b->p + b->len, name, n);
+  b->p[b->len + n] = '\0';
+  return b->p + b->len;
+}
+
+/* Appends one already sanitised frame. */
+static int buf_append(buf_t *b, const char *name, size_t n) {
+  char *dst = buf_next_frame(b, n);
+  if (!dst) return -ENOMEM;
+  memcpy(dst, name, n);
   b->len += n;
-  b->p[b->len] = '\0';
   return 0;
 }
 
@@ -48,10 +56,9 @@ static int buf_frame(buf_t *b, const char *name) {
   /* An empty frame would make the line unreadable ("a;;b" is a bad line). */
   if (!name || !*name) name = "[unknown]";
   size_t n = strlen(name);
-  if (buf_reserve(b, n + 1)) return -ENOMEM;
-  if (b->len) b->p[b->len++] = ';';
-  b->len += kf_fold_sanitize(b->p + b->len, name, n);
-  b->p[b->len] = '\0';
+  char *dst = buf_next_frame(b, n);
+  if (!dst) return -ENOMEM;
+  b->len += kf_fold_sanitize(dst, name, n);
   return 0;
 }
 

@@ -14,13 +14,8 @@
 
 #include "../../src/elfsyms.h"
 
-#define FAIL(...)                  \
-  do {                             \
-    fprintf(stderr, "fuzz_elf: "); \
-    fprintf(stderr, __VA_ARGS__);  \
-    fprintf(stderr, "\n");         \
-    abort();                       \
-  } while (0)
+#define FUZZ_TARGET "fuzz_elf"
+#include "fuzz.h"
 
 static void check_lookup(const kf_elf_t *elf, uint64_t addr) {
   const kf_sym_t *s = kf_symtab_lookup(elf->syms, addr);

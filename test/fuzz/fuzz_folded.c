@@ -15,13 +15,8 @@
 
 #include "../../src/flametree.h"
 
-#define FAIL(...)                     \
-  do {                                \
-    fprintf(stderr, "fuzz_folded: "); \
-    fprintf(stderr, __VA_ARGS__);     \
-    fprintf(stderr, "\n");            \
-    abort();                          \
-  } while (0)
+#define FUZZ_TARGET "fuzz_folded"
+#include "fuzz.h"
 
 static int name_cmp(const kf_ftnode_t *x, const kf_ftnode_t *y) {
   size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;

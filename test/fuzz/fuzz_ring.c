@@ -24,13 +24,8 @@
 
 #define PAGE 4096
 
-#define FAIL(...)                   \
-  do {                              \
-    fprintf(stderr, "fuzz_ring: "); \
-    fprintf(stderr, __VA_ARGS__);   \
-    fprintf(stderr, "\n");          \
-    abort();                        \
-  } while (0)
+#define FUZZ_TARGET "fuzz_ring"
+#include "fuzz.h"
 
 typedef struct seen {
   kf_ring_t *ring;

@@ -19,13 +19,8 @@
 
 #include "../../src/svg.h"
 
-#define FAIL(...)                                  \
-  do {                                             \
-    fprintf(stderr, "fuzz_svg: ");                 \
-    fprintf(stderr, __VA_ARGS__);                  \
-    fprintf(stderr, "\n");                         \
-    abort();                                       \
-  } while (0)
+#define FUZZ_TARGET "fuzz_svg"
+#include "fuzz.h"
 
 /* Strict UTF-8 (no overlongs, surrogates, or code points past U+10FFFF),
  * and only the characters XML 1.0 allows. */
