@@ -21,6 +21,8 @@
         "src/jitname.c",
         "src/codemap.c",
         "src/jitframes.c",
+        "src/userstack.c",
+        "src/v8frames.c",
         "src/jithook.c",
         "src/labels.c",
         "src/sigwatch.c",

@@ -30,6 +30,7 @@ function start (options) {
     taskClock: o.event === 'task-clock',
     kernel: o.kernel,
     ringPages: o.ringPages,
+    stackBytes: o.stackBytes,
     jit: o.jit && jitMode !== 'off',
     tiers: o.tiers,
     perfMap: o.perfMap || undefined

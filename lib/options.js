@@ -9,12 +9,21 @@ const { kflameError } = require('./errors')
 const { checkPath } = require('./safefile')
 
 const EVENTS = ['cpu-clock', 'task-clock']
+// A sample record's size is a 16-bit field: the stack copy must leave room
+// for the rest of it (the callchain, up to 127 frames by default).
+const MAX_STACK_BYTES = 60000
 
 const DEFAULTS = Object.freeze({
   hz: 99,
   event: 'cpu-clock',
   kernel: true,
-  ringPages: 16,
+  // null: 64 pages with stack copies (each sample carries stackBytes more),
+  // 16 without.
+  ringPages: null,
+  // Bytes of each sampled user stack the kernel copies, to read V8's own
+  // frames: the function a bytecode handler runs and interpreted functions'
+  // names. 0 turns it off.
+  stackBytes: 8192,
   jit: true,
   tiers: false,
   perfMap: false
@@ -62,6 +71,13 @@ function checkStartOptions (options) {
     throw outOfRange(`start(options): event must be one of ${EVENTS.join(', ')}, got "${o.event}"`)
   }
   if (typeof o.kernel !== 'boolean') throw invalid('start(options): kernel must be a boolean')
+  if (typeof o.stackBytes !== 'number' || !Number.isInteger(o.stackBytes)) {
+    throw invalid('start(options): stackBytes must be an integer')
+  }
+  if (o.stackBytes !== 0 && (o.stackBytes < 64 || o.stackBytes > MAX_STACK_BYTES || o.stackBytes % 8 !== 0)) {
+    throw outOfRange(`start(options): stackBytes must be 0 (off) or a multiple of 8 from 64 to ${MAX_STACK_BYTES}, got ${o.stackBytes}`)
+  }
+  if (o.ringPages === null) o.ringPages = o.stackBytes && o.jit ? 64 : 16
   if (typeof o.ringPages !== 'number' || !Number.isInteger(o.ringPages)) {
     throw invalid('start(options): ringPages must be an integer')
   }

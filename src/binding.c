@@ -133,7 +133,7 @@ static int get_path(napi_env env, napi_value v, char *buf, size_t cap) {
   return 0;
 }
 
-/* start({ hz, taskClock, kernel, ringPages, jit, tiers, perfMap }) */
+/* start({ hz, taskClock, kernel, ringPages, stackBytes, jit, tiers, perfMap }) */
 static napi_value js_start(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
@@ -146,6 +146,7 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
   napi_value perf_map_v;
   if (argc < 1 || get_u32(env, argv[0], "hz", &so->hz) ||
       get_u32(env, argv[0], "ringPages", &so->ring_pages) ||
+      get_u32(env, argv[0], "stackBytes", &so->stack_bytes) ||
       get_bool(env, argv[0], "kernel", &so->kernel) ||
       get_bool(env, argv[0], "taskClock", &task_clock) ||
       get_bool(env, argv[0], "jit", &jit) ||
@@ -155,8 +156,8 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
       so->hz == 0 || so->ring_pages == 0 ||
       (so->ring_pages & (so->ring_pages - 1))) {
     napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG",
-                          "start() takes { hz, ringPages, kernel, taskClock, "
-                          "jit, tiers, perfMap }");
+                          "start() takes { hz, ringPages, stackBytes, kernel, "
+                          "taskClock, jit, tiers, perfMap }");
     return NULL;
   }
   so->event = task_clock ? KF_EVENT_TASK_CLOCK : KF_EVENT_CPU_CLOCK;
@@ -165,6 +166,9 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
      * isolate pays for reporting the code that exists. */
     arm_env(env);
     opts.codemap = kf_jithook_map();
+    opts.v8layout = kf_v8layout_for(kf_jit_shim_v8_version());
+  } else {
+    so->stack_bytes = 0; /* only V8's frames are read off the copy */
   }
   if (perf_map) opts.perf_map = perf_map_path;
 
@@ -216,6 +220,14 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
   CHECK(env, set_num(env, o, "attached", st->attached));
   CHECK(env, set_num(env, o, "cpus", st->cpus));
   CHECK(env, set_num(env, o, "jitFrames", (double)st->jit_frames));
+  CHECK(env, set_num(env, o, "interpretedNamed", (double)st->interpreted_named));
+  CHECK(env, set_num(env, o, "interpretedUnnamed",
+                     (double)st->interpreted_unnamed));
+  CHECK(env, set_num(env, o, "runningAdded", (double)st->running_added));
+  CHECK(env, set_num(env, o, "stackBytes", st->stack_bytes));
+  CHECK(env, set_num(env, o, "stackCopies", (double)st->stack_copies));
+  CHECK(env, set_num(env, o, "stackCopyBytes", (double)st->stack_copy_bytes));
+  CHECK(env, set_bool(env, o, "v8Layout", st->v8_layout));
   CHECK(env, set_num(env, o, "codeEntries", (double)st->code_live));
   CHECK(env, set_num(env, o, "codeBytes", (double)st->code_bytes));
   CHECK(env, set_num(env, o, "codeEvicted", (double)st->code_evicted));

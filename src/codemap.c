@@ -19,6 +19,7 @@ typedef struct code_entry {
   uint64_t born, died; /* [born, died); died is 0 while live */
   uintptr_t owner;     /* isolate; 0 when shared (embedded builtins) */
   char tier;
+  uint8_t kind;        /* enum kf_code_kind */
   char name[];
 } code_t;
 
@@ -134,7 +135,8 @@ static size_t code_bytes(const code_t *e) {
 }
 
 static code_t *code_new(uint64_t start, uint64_t len, const char *name,
-                          char tier, uintptr_t owner, uint64_t born) {
+                        char tier, uint8_t kind, uintptr_t owner,
+                        uint64_t born) {
   size_t n = strlen(name);
   code_t *e = malloc(sizeof(*e) + n + 1);
   if (!e) return NULL;
@@ -144,6 +146,7 @@ static code_t *code_new(uint64_t start, uint64_t len, const char *name,
   e->died = 0;
   e->owner = owner;
   e->tier = tier;
+  e->kind = kind;
   memcpy(e->name, name, n + 1);
   return e;
 }
@@ -193,7 +196,7 @@ static void bury(kf_codemap_t *m, code_t *e, uint64_t when) {
 
 static int same_code(const code_t *a, const code_t *b) {
   return a->start == b->start && a->end == b->end && a->tier == b->tier &&
-         strcmp(a->name, b->name) == 0;
+         a->kind == b->kind && strcmp(a->name, b->name) == 0;
 }
 
 /* Puts e in the live set, burying whatever it overlaps. e is owned by the
@@ -224,9 +227,9 @@ static int insert(kf_codemap_t *m, code_t *e) {
 }
 
 int kf_codemap_add(kf_codemap_t *m, uint64_t start, uint64_t len,
-                   const char *name, char tier, uintptr_t owner,
-                   uint64_t born) {
-  code_t *e = code_new(start, len, name, tier, owner, born);
+                   const char *name, char tier, enum kf_code_kind kind,
+                   uintptr_t owner, uint64_t born) {
+  code_t *e = code_new(start, len, name, tier, (uint8_t)kind, owner, born);
   if (!e) return -ENOMEM;
   pthread_mutex_lock(&m->lock);
   int rc = insert(m, e);
@@ -248,7 +251,7 @@ int kf_codemap_move(kf_codemap_t *m, uint64_t from, uint64_t to,
   code_t *old = live_at(m, from);
   if (old && old->start == from && from != to) {
     code_t *moved = code_new(to, old->end - old->start, old->name,
-                               old->tier, old->owner, when);
+                             old->tier, old->kind, old->owner, when);
     if (!moved) {
       rc = -ENOMEM;
     } else {
@@ -291,14 +294,17 @@ void kf_codemap_drop_owner(kf_codemap_t *m, uintptr_t owner, uint64_t when) {
   free(o.list);
 }
 
-static int copy_name(const code_t *e, char *buf, size_t cap, char *tier) {
+static int copy_name(const code_t *e, char *buf, size_t cap,
+                     kf_code_info_t *info) {
   size_t n = strlen(e->name);
   if (cap) {
     size_t k = n < cap - 1 ? n : cap - 1;
     memcpy(buf, e->name, k);
     buf[k] = '\0';
   }
-  *tier = e->tier;
+  info->start = e->start;
+  info->tier = e->tier;
+  info->kind = (enum kf_code_kind)e->kind;
   return (int)n;
 }
 
@@ -321,15 +327,15 @@ static const code_t *dead_at(const kf_codemap_t *m, uint64_t addr,
 }
 
 int kf_codemap_lookup(kf_codemap_t *m, uint64_t addr, uint64_t t, char *buf,
-                      size_t cap, char *tier) {
+                      size_t cap, kf_code_info_t *info) {
   int rc = -1;
   pthread_mutex_lock(&m->lock);
   code_t *e = live_at(m, addr);
   if (e && e->born <= t) {
-    rc = copy_name(e, buf, cap, tier);
+    rc = copy_name(e, buf, cap, info);
   } else {
     const code_t *d = dead_at(m, addr, t);
-    if (d) rc = copy_name(d, buf, cap, tier);
+    if (d) rc = copy_name(d, buf, cap, info);
   }
   pthread_mutex_unlock(&m->lock);
   return rc;
@@ -367,6 +373,7 @@ static void format_entry(const void *node, VISIT which, void *ctx) {
   if (which != postorder && which != leaf) return; /* in order, once each */
   const code_t *e = *(code_t *const *)node;
   FILE *f = ctx;
+  if (e->kind == KF_CODE_BYTECODE) return; /* data, never executed */
   fprintf(f, "%lx %lx ", (unsigned long)e->start,
           (unsigned long)(e->end - e->start));
   if (e->tier) fputc(e->tier, f);

@@ -32,17 +32,40 @@ typedef struct kf_codemap_stats {
   uint64_t generation;      /* changes whenever the live set does */
 } kf_codemap_stats_t;
 
+/* What a piece of code is, as far as reading a stack goes. */
+enum kf_code_kind {
+  KF_CODE_OTHER = 0, /* builtins, stubs, regular expressions */
+  KF_CODE_JS,        /* a JS function's code, any tier */
+  /* The shared InterpreterEntryTrampoline and the InterpreterEnterAt*
+   * builtins: the frame they own is an interpreter frame, whose function
+   * is named by the BytecodeArray it holds. */
+  KF_CODE_INTERPRETER_ENTRY,
+  /* A bytecode handler: runs in the interpreter frame of the function whose
+   * bytecode it executes, usually without a frame of its own. */
+  KF_CODE_BYTECODE_HANDLER,
+  /* A BytecodeArray's bytecodes (V8's BYTE_CODE events): data, never
+   * executed and left out of perf maps; names interpreter frames. */
+  KF_CODE_BYTECODE,
+};
+
+/* What a lookup found besides the name. */
+typedef struct kf_code_info {
+  uint64_t start; /* where the code begins */
+  char tier;
+  enum kf_code_kind kind;
+} kf_code_info_t;
+
 kf_codemap_t *kf_codemap_new(void);
 void kf_codemap_free(kf_codemap_t *m);
 
 /* Code [start, start + len) named `name` (tier: V8's tier marker or '\0')
- * appeared at time `born` (0: it has existed since before anyone could
+ * of `kind` appeared at time `born` (0: it has existed since before anyone could
  * sample it). `owner` tells isolates apart. Live code it overlaps dies at
  * `born`; code identical to a live entry is left as it is.
  * Returns 0 or -ENOMEM. Any thread. */
 int kf_codemap_add(kf_codemap_t *m, uint64_t start, uint64_t len,
-                   const char *name, char tier, uintptr_t owner,
-                   uint64_t born);
+                   const char *name, char tier, enum kf_code_kind kind,
+                   uintptr_t owner, uint64_t born);
 
 /* The code starting at `from` moved to `to` at time `when` (GC).
  * Unknown code is ignored. Returns 0 or -ENOMEM. Any thread. */
@@ -54,9 +77,9 @@ void kf_codemap_drop_owner(kf_codemap_t *m, uintptr_t owner, uint64_t when);
 
 /* The name of the code at `addr` at time `t`, copied into buf
  * (NUL-terminated, truncated to cap - 1). Returns the name's length and
- * sets *tier, or returns -1 when no code known to kflame was there. */
+ * fills *info, or returns -1 when no code known to kflame was there. */
 int kf_codemap_lookup(kf_codemap_t *m, uint64_t addr, uint64_t t, char *buf,
-                      size_t cap, char *tier);
+                      size_t cap, kf_code_info_t *info);
 
 /* While on, code that dies is kept for lookups of older samples; turning
  * it off frees every dead entry. */
@@ -66,7 +89,7 @@ void kf_codemap_keep_dead(kf_codemap_t *m, int on);
  * is still to be looked up. */
 void kf_codemap_retire(kf_codemap_t *m, uint64_t horizon);
 
-/* The live set in perf map format ("ADDR SIZE NAME\n", hex, ascending,
+/* The live set of executable code (bytecode left out) in perf map format ("ADDR SIZE NAME\n", hex, ascending,
  * the tier marker before the name) into a malloc'd buffer. Returns 0 or
  * -ENOMEM. */
 int kf_codemap_format(kf_codemap_t *m, char **out, size_t *out_len);

@@ -49,6 +49,7 @@ struct kf_collector {
   int wake_fd;
   pthread_t thread;
   kf_collector_opts_t opts;
+  const kf_ring_layout_t *layout; /* of the sampler's records */
   kf_jitframes_t *jit;
   uint64_t *scratch; /* a callchain with JIT frames as tokens */
   size_t scratch_cap;
@@ -103,7 +104,7 @@ static const kf_event_owner_t *owner_of(const kf_collector_t *c, uint64_t id) {
 
 static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
   kf_ring_sample_t rs;
-  if (kf_ring_parse_sample(h, &rs) != 0) {
+  if (kf_ring_parse_sample(h, c->layout, &rs) != 0) {
     c->stats.corrupt++;
     return;
   }
@@ -125,17 +126,28 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
     return;
   }
   const uint64_t *ips = rs.ips;
+  kf_userstack_t stack = {0}, *with_stack = NULL;
+  if (rs.nregs == KF_SAMPLER_USER_REGS) {
+    stack = (kf_userstack_t){.ip = rs.regs[KF_REG_IP],
+                             .sp = rs.regs[KF_REG_SP],
+                             .bp = rs.regs[KF_REG_BP],
+                             .bytes = rs.stack,
+                             .len = rs.stack_len};
+    with_stack = &stack;
+    c->stats.stack_bytes += rs.stack_len;
+    c->stats.stack_copies++;
+  }
   if (c->jit) {
-    int named;
-    if (kf_grow((void **)&c->scratch, &c->scratch_cap, nr, sizeof(uint64_t),
-                256) ||
-        (named = kf_jitframes_resolve(c->jit, time, ips, (uint32_t)nr,
-                                      c->scratch)) < 0) {
+    int n;
+    if (kf_grow((void **)&c->scratch, &c->scratch_cap, (size_t)nr + 1,
+                sizeof(uint64_t), 256) ||
+        (n = kf_jitframes_resolve(c->jit, time, ips, (uint32_t)nr, with_stack,
+                                  c->scratch)) < 0) {
       c->stats.no_memory++;
       return;
     }
-    c->stats.jit_frames += (uint64_t)named;
     ips = c->scratch;
+    nr = (uint32_t)n;
   }
   if (kf_stacks_add(c->stacks, tid, time, ips, (uint32_t)nr)) {
     c->stats.no_memory++;
@@ -257,9 +269,19 @@ int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
   if (!c) return -ENOMEM;
   c->sampler = sampler;
   c->opts = *opts;
-  if (opts->codemap && !(c->jit = kf_jitframes_new(opts->codemap))) {
+  c->layout = &kf_sampler_info(sampler)->layout;
+  if (opts->codemap &&
+      !(c->jit = kf_jitframes_new(opts->codemap, opts->v8layout))) {
     free(c);
     return -ENOMEM;
+  }
+  kf_maps_t maps;
+  if (c->jit && kf_maps_load(&maps) == 0) {
+    /* V8's copy of its builtins, mapped before any isolate ran JS */
+    kf_code_alias_t aliases[8];
+    kf_jitframes_alias(c->jit, aliases,
+                       kf_maps_code_aliases(&maps, aliases, 8));
+    kf_maps_free(&maps);
   }
   c->pid = (uint32_t)getpid();
   c->owners = kf_sampler_owners(sampler, &c->nowners);
@@ -293,6 +315,7 @@ void kf_collector_stop(kf_collector_t *c) {
   const int *fds;
   size_t n = kf_sampler_rings(c->sampler, &rings, &fds);
   for (size_t i = 0; i < n; i++) c->stats.corrupt += rings[i].corrupt;
+  if (c->jit) c->stats.jit = *kf_jitframes_stats(c->jit);
 }
 
 const kf_stacks_t *kf_collector_stacks(const kf_collector_t *c) {

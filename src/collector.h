@@ -23,6 +23,7 @@ typedef struct kf_collector_opts {
   kf_codemap_t *codemap;  /* JIT code to name frames from, or NULL */
   const char *perf_map;   /* perf map to keep fresh (at most once a second,
                              only when the code changed), or NULL */
+  const kf_v8layout_t *v8layout; /* to read V8 frames off stack copies */
 } kf_collector_opts_t;
 
 typedef struct kf_collector_stats {
@@ -34,7 +35,8 @@ typedef struct kf_collector_stats {
   uint64_t foreign;    /* samples of other processes (inherit without
                           inherit_thread on old kernels) */
   uint64_t first_time, last_time; /* CLOCK_MONOTONIC ns of samples */
-  uint64_t jit_frames;  /* frames named from the code map */
+  kf_jitframes_stats_t jit; /* JIT frames named (read after stop) */
+  uint64_t stack_copies, stack_bytes; /* user stack copies in samples */
   uint64_t perf_map_writes, perf_map_errors;
   int perf_map_errno;   /* of the last failed write */
 } kf_collector_stats_t;

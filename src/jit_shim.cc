@@ -16,11 +16,11 @@ void OnCodeEvent(const v8::JitCodeEvent* event) {
   uintptr_t isolate = reinterpret_cast<uintptr_t>(event->isolate);
   switch (event->type) {
     case v8::JitCodeEvent::CODE_ADDED:
-      // A BYTE_CODE event gives a bytecode array's address: data, never
-      // executed, so never in a sample.
-      if (event->code_type == v8::JitCodeEvent::BYTE_CODE) return;
+      // A BYTE_CODE event gives a BytecodeArray's first bytecode: never
+      // executed, but interpreter frames hold the array, so it names them.
       kf_jithook_added(isolate, reinterpret_cast<uintptr_t>(event->code_start),
                        event->code_len, event->name.str, event->name.len,
+                       event->code_type == v8::JitCodeEvent::BYTE_CODE,
                        enumerating);
       break;
     case v8::JitCodeEvent::CODE_MOVED:
@@ -47,4 +47,8 @@ extern "C" void kf_jit_shim_disarm(uintptr_t isolate) {
   reinterpret_cast<v8::Isolate*>(isolate)->SetJitCodeEventHandler(
       v8::kJitCodeEventDefault, nullptr);
   kf_jithook_forget(isolate);
+}
+
+extern "C" const char* kf_jit_shim_v8_version(void) {
+  return v8::V8::GetVersion();
 }

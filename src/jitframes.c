@@ -10,6 +10,7 @@
 #define TOKEN_BASE 0xfffe000000000000ULL
 #define TOKEN_MASK 0xffff000000000000ULL
 #define NAME_BYTES 1024
+#define MAX_ALIASES 8
 
 typedef struct jit_name {
   char *merged; /* "foo a.js:1:2_[j]" */
@@ -20,6 +21,12 @@ typedef struct jit_name {
 
 struct kf_jitframes {
   kf_codemap_t *map;
+  const kf_v8layout_t *layout;
+  kf_jitframes_stats_t stats;
+  uint64_t *fps; /* frame pointers of the sample being resolved */
+  size_t fps_cap;
+  kf_code_alias_t aliases[MAX_ALIASES];
+  size_t naliases;
   jit_name_t *names;
   size_t nnames, names_cap;
   uint32_t *slots; /* open addressing: name index + 1, 0 when empty */
@@ -32,9 +39,13 @@ static uint64_t hash_name(const char *s, char tier) {
   return h;
 }
 
-kf_jitframes_t *kf_jitframes_new(kf_codemap_t *map) {
+kf_jitframes_t *kf_jitframes_new(kf_codemap_t *map,
+                                 const kf_v8layout_t *layout) {
   kf_jitframes_t *j = calloc(1, sizeof(*j));
-  if (j) j->map = map;
+  if (j) {
+    j->map = map;
+    j->layout = layout;
+  }
   return j;
 }
 
@@ -46,7 +57,14 @@ void kf_jitframes_free(kf_jitframes_t *j) {
   }
   free(j->names);
   free(j->slots);
+  free(j->fps);
   free(j);
+}
+
+void kf_jitframes_alias(kf_jitframes_t *j, const kf_code_alias_t *aliases,
+                        size_t n) {
+  j->naliases = n < MAX_ALIASES ? n : MAX_ALIASES;
+  memcpy(j->aliases, aliases, j->naliases * sizeof(*aliases));
 }
 
 int kf_jitframes_is_token(uint64_t ip) {
@@ -108,27 +126,119 @@ static long intern(kf_jitframes_t *j, const char *name, char tier) {
   return (long)(j->nnames - 1);
 }
 
-int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
-                         const uint64_t *ips, uint32_t nr, uint64_t *out) {
+/* The token of the code at addr at `time` into *token, with what it is.
+ * Returns 1, 0 when the map knows no code there, or -ENOMEM. */
+static int token_at(kf_jitframes_t *j, uint64_t addr, uint64_t time,
+                    uint64_t *token, kf_code_info_t *info) {
   char name[NAME_BYTES];
-  int user = 0, named = 0;
-  for (uint32_t i = 0; i < nr; i++) {
-    uint64_t ip = ips[i];
-    out[i] = ip;
-    if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
-      user = ip == (uint64_t)PERF_CONTEXT_USER;
-      continue;
-    }
-    char tier;
-    if (!user || !j->map ||
-        kf_codemap_lookup(j->map, ip, time, name, sizeof name, &tier) < 0)
-      continue;
-    long id = intern(j, name, tier);
-    if (id < 0) return -ENOMEM;
-    out[i] = TOKEN_BASE | (uint64_t)id;
-    named++;
+  int found = kf_codemap_lookup(j->map, addr, time, name, sizeof name, info);
+  for (size_t i = 0; found < 0 && i < j->naliases; i++) {
+    const kf_code_alias_t *a = &j->aliases[i];
+    if (addr >= a->start && addr < a->end)
+      found = kf_codemap_lookup(j->map, a->target + (addr - a->start), time,
+                                name, sizeof name, info);
   }
-  return named;
+  if (found < 0) return 0;
+  long id = intern(j, name, info->tier);
+  if (id < 0) return -ENOMEM;
+  *token = TOKEN_BASE | (uint64_t)id;
+  return 1;
+}
+
+/* The token of the function whose interpreter frame is at fp, from the
+ * BytecodeArray the frame holds. Returns 1, 0 when the frame cannot be
+ * read or V8 reported no bytecode starting at the address it gives, or
+ * -ENOMEM. */
+static int frame_function(kf_jitframes_t *j, uint64_t time,
+                          const kf_userstack_t *stack, uint64_t fp,
+                          uint64_t *token) {
+  uint64_t bytecode;
+  kf_code_info_t info;
+  if (kf_v8frames_bytecode(j->layout, stack, fp, &bytecode) != 0) return 0;
+  int rc = token_at(j, bytecode, time, token, &info);
+  if (rc <= 0) return rc;
+  return info.kind == KF_CODE_BYTECODE && info.start == bytecode;
+}
+
+/* The function a leaf builtin or bytecode handler was running for, which
+ * the callchain skips when the leaf has no frame of its own: it starts at
+ * the caller's frame pointer (bp) and return address. Returns 1 with its
+ * token, 0 when there is none to put back, or -ENOMEM.
+ * - A bytecode handler runs in the interpreter frame at bp (when it has a
+ *   frame of its own, bp holds a typed-frame marker where an interpreter
+ *   frame holds a context, and nothing is found).
+ * - Another builtin (with no frame of its own) was called by the JS code
+ *   its return address at sp points into. If the builtin did build a frame,
+ *   its caller is the callchain's next entry, and is not put back twice. */
+static int running_function(kf_jitframes_t *j, uint64_t time,
+                            const kf_userstack_t *stack,
+                            const kf_code_info_t *leaf, const uint64_t *ips,
+                            uint32_t nuser, uint64_t *token) {
+  if (leaf->kind == KF_CODE_BYTECODE_HANDLER)
+    return frame_function(j, time, stack, stack->bp, token);
+  uint64_t ret;
+  kf_code_info_t caller, next;
+  uint64_t next_token;
+  if (leaf->kind != KF_CODE_OTHER ||
+      kf_userstack_word(stack, stack->sp, &ret) != 0)
+    return 0;
+  int rc = token_at(j, ret, time, token, &caller);
+  if (rc <= 0 || caller.kind != KF_CODE_JS) return rc;
+  if (nuser > 1) {
+    rc = token_at(j, ips[1], time, &next_token, &next);
+    if (rc < 0) return rc;
+    if (rc > 0 && next.start == caller.start) return 0;
+  }
+  return 1;
+}
+
+int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
+                         const uint64_t *ips, uint32_t nr,
+                         const kf_userstack_t *stack, uint64_t *out) {
+  uint32_t user = nr, n = 0, nfps = 0;
+  for (uint32_t i = 0; i < nr; i++)
+    if (ips[i] == (uint64_t)PERF_CONTEXT_USER) {
+      user = i + 1;
+      break;
+    }
+  if (stack && j->layout && user < nr) {
+    if (kf_grow((void **)&j->fps, &j->fps_cap, nr - user, sizeof(uint64_t),
+                128))
+      return -ENOMEM;
+    nfps = (uint32_t)kf_userstack_frames(stack, ips + user, nr - user, j->fps);
+  }
+  for (uint32_t i = 0; i < nr; i++) {
+    out[n++] = ips[i];
+    if (i < user || !j->map) continue;
+    kf_code_info_t info;
+    uint64_t token, function;
+    int rc = token_at(j, ips[i], time, &token, &info), found = 0;
+    if (rc < 0) return -ENOMEM;
+    if (rc == 0) continue;
+    out[n - 1] = token;
+    j->stats.named++;
+    uint32_t k = i - user; /* frame k of the user stack, 0 the leaf */
+    if (info.kind == KF_CODE_INTERPRETER_ENTRY && k > 0) {
+      /* The shared trampoline owns the interpreter frame at fps[k]. (At the
+       * leaf the frame may not be built yet: left as it is.) */
+      if (k < nfps) found = frame_function(j, time, stack, j->fps[k], &function);
+      if (found < 0) return -ENOMEM;
+      if (found) out[n - 1] = function;
+      if (found) j->stats.interpreted_named++;
+      else j->stats.interpreted_unnamed++;
+    } else if (k == 0 && nfps > 0) {
+      found = running_function(j, time, stack, &info, ips + user, nr - user,
+                               &function);
+      if (found < 0) return -ENOMEM;
+      if (found) out[n++] = function;
+      if (found) j->stats.running_added++;
+    }
+  }
+  return (int)n;
+}
+
+const kf_jitframes_stats_t *kf_jitframes_stats(const kf_jitframes_t *j) {
+  return &j->stats;
 }
 
 const char *kf_jitframes_name(const kf_jitframes_t *j, uint64_t token,

@@ -18,16 +18,47 @@
 #include <stdint.h>
 
 #include "codemap.h"
+#include "procmaps.h"
+#include "userstack.h"
+#include "v8frames.h"
 
 typedef struct kf_jitframes kf_jitframes_t;
 
-kf_jitframes_t *kf_jitframes_new(kf_codemap_t *map);
+/* `layout`: V8's frame layout, to name frames from a sample's stack copy;
+ * NULL names them from the callchain alone. */
+kf_jitframes_t *kf_jitframes_new(kf_codemap_t *map,
+                                 const kf_v8layout_t *layout);
 void kf_jitframes_free(kf_jitframes_t *j);
 
+/* Code that runs at a second address (procmaps.h): looked up at its first
+ * when the map knows nothing at the second. Keeps up to 8; before the
+ * first resolve. */
+void kf_jitframes_alias(kf_jitframes_t *j, const kf_code_alias_t *aliases,
+                        size_t n);
+
+typedef struct kf_jitframes_stats {
+  uint64_t named;               /* callchain frames named from the code map */
+  /* Frames of the shared interpreter trampoline named by the BytecodeArray
+   * in their frame, and those left "(interpreted)" (frame beyond the stack
+   * copy, or no bytecode known there). */
+  uint64_t interpreted_named, interpreted_unnamed;
+  /* Functions a bytecode handler at the leaf was running, put back under
+   * it: the callchain skips them. */
+  uint64_t running_added;
+} kf_jitframes_stats_t;
+
 /* Copies the callchain ips[0..nr) of a sample taken at `time` into out,
- * with JIT frames as tokens. Returns how many were named, or -ENOMEM. */
+ * with JIT frames as tokens. With `stack` (the sample's user registers and
+ * stack copy; NULL when it has none) interpreter frames are named from
+ * their BytecodeArray and the function under a frameless bytecode handler
+ * is put back: out needs room for nr + 1 entries. Returns the number of
+ * entries written, or -ENOMEM. */
 int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
-                         const uint64_t *ips, uint32_t nr, uint64_t *out);
+                         const uint64_t *ips, uint32_t nr,
+                         const kf_userstack_t *stack, uint64_t *out);
+
+/* What resolve did so far. */
+const kf_jitframes_stats_t *kf_jitframes_stats(const kf_jitframes_t *j);
 
 int kf_jitframes_is_token(uint64_t ip);
 

@@ -22,12 +22,15 @@ kf_codemap_t *kf_jithook_map(void) {
 }
 
 void kf_jithook_added(uintptr_t isolate, uintptr_t start, size_t len,
-                      const char *v8name, size_t name_len, int existing) {
+                      const char *v8name, size_t name_len, int bytecode,
+                      int existing) {
   kf_codemap_t *m = kf_jithook_map();
   char name[NAME_MAX_BYTES];
   char tier;
   kf_jitname(v8name, name_len, name, sizeof name, &tier);
-  if (!m || kf_codemap_add(m, start, len, name, tier, isolate,
+  enum kf_code_kind kind =
+      bytecode ? KF_CODE_BYTECODE : kf_jitname_kind(v8name, name_len);
+  if (!m || kf_codemap_add(m, start, len, name, tier, kind, isolate,
                            existing ? 0 : kf_now_ns()) != 0)
     atomic_fetch_add(&dropped, 1);
 }

@@ -23,10 +23,13 @@ extern "C" {
 /* The map, created on first use; NULL when out of memory. Any thread. */
 kf_codemap_t *kf_jithook_map(void);
 
-/* Code events, from the shim. `existing`: reported while the handler was
- * being installed (the code has been there since before any sample). */
+/* Code events, from the shim. `bytecode`: a BytecodeArray (start is its
+ * first bytecode), not executable code. `existing`: reported while the
+ * handler was being installed (the code has been there since before any
+ * sample). */
 void kf_jithook_added(uintptr_t isolate, uintptr_t start, size_t len,
-                      const char *v8name, size_t name_len, int existing);
+                      const char *v8name, size_t name_len, int bytecode,
+                      int existing);
 void kf_jithook_moved(uintptr_t from, uintptr_t to);
 /* The isolate went away: its code is dead. */
 void kf_jithook_forget(uintptr_t isolate);
@@ -40,6 +43,8 @@ uint64_t kf_jithook_dropped(void);
  * disarm: removes it and forgets the isolate's code. */
 uintptr_t kf_jit_shim_arm(void);
 void kf_jit_shim_disarm(uintptr_t isolate);
+/* V8's version string ("11.3.244.8-node.33"). Any thread. */
+const char *kf_jit_shim_v8_version(void);
 
 #ifdef __cplusplus
 }

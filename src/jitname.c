@@ -64,3 +64,25 @@ size_t kf_jitname(const char *v8name, size_t len, char *buf, size_t cap,
   put(&o, v8name, len);
   return o.len;
 }
+
+static int has_prefix(const char *s, size_t len, const char *prefix) {
+  size_t n = strlen(prefix);
+  return len >= n && memcmp(s, prefix, n) == 0;
+}
+
+static int is(const char *s, size_t len, const char *what) {
+  return len == strlen(what) && memcmp(s, what, len) == 0;
+}
+
+enum kf_code_kind kf_jitname_kind(const char *v8name, size_t len) {
+  /* InterpreterEnterBytecodeAdvance/Dispatch: their names before V8 9.4 */
+  if (is(v8name, len, "Builtin:InterpreterEntryTrampoline") ||
+      has_prefix(v8name, len, "Builtin:InterpreterEnterAt") ||
+      has_prefix(v8name, len, "Builtin:InterpreterEnterBytecode"))
+    return KF_CODE_INTERPRETER_ENTRY;
+  if (has_prefix(v8name, len, "BytecodeHandler:"))
+    return KF_CODE_BYTECODE_HANDLER;
+  const char *colon = memchr(v8name, ':', len);
+  if (colon && is_js_tag(v8name, (size_t)(colon - v8name))) return KF_CODE_JS;
+  return KF_CODE_OTHER;
+}

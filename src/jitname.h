@@ -22,10 +22,18 @@
 
 #include <stddef.h>
 
+#include "codemap.h"
+
 /* Writes the frame name of the V8 code name `v8name` (not NUL-terminated,
  * `len` bytes) into out (NUL-terminated, truncated to cap - 1 bytes) and
  * sets *tier to the tier marker or '\0'. Returns the length written. */
 size_t kf_jitname(const char *v8name, size_t len, char *out, size_t cap,
                   char *tier);
+
+/* What kind of code (for reading stacks) the code V8 named `v8name` is:
+ * JS functions (by V8's tag), the shared interpreter entry builtins and the
+ * bytecode handlers are told apart by name; the rest is KF_CODE_OTHER. Bytecode is told by
+ * the event's code type, not its name. */
+enum kf_code_kind kf_jitname_kind(const char *v8name, size_t len);
 
 #endif

@@ -82,3 +82,29 @@ const kf_mapping_t *kf_maps_find(const kf_maps_t *maps, uint64_t addr) {
   const kf_mapping_t *m = &maps->maps[lo - 1];
   return addr < m->end ? m : NULL;
 }
+
+size_t kf_maps_code_aliases(const kf_maps_t *maps, kf_code_alias_t *out,
+                            size_t cap) {
+  size_t n = 0;
+  for (size_t b = 0; b < maps->count && n < cap; b++) {
+    const kf_mapping_t *copy = &maps->maps[b];
+    if (!copy->exec || copy->inode == 0) continue;
+    uint64_t len = copy->end - copy->start;
+    for (size_t a = 0; a < maps->count; a++) {
+      const kf_mapping_t *first = &maps->maps[a];
+      if (a == b || !first->exec || first->inode != copy->inode ||
+          first->dev_major != copy->dev_major ||
+          first->dev_minor != copy->dev_minor ||
+          first->start >= copy->start || copy->offset < first->offset ||
+          len > first->end - first->start ||
+          copy->offset - first->offset > first->end - first->start - len)
+        continue;
+      out[n++] = (kf_code_alias_t){
+          .start = copy->start,
+          .end = copy->end,
+          .target = first->start + (copy->offset - first->offset)};
+      break;
+    }
+  }
+  return n;
+}

@@ -36,6 +36,20 @@ int kf_maps_load(kf_maps_t *out);
 
 void kf_maps_free(kf_maps_t *maps);
 
+/* Code mapped twice. V8 copies its embedded builtins next to its JIT code
+ * ("short builtin calls") by mapping pages of the executable a second time;
+ * its code events give the builtins' first addresses, samples the copy's.
+ * Addresses [start, end) run the code at target + (addr - start). */
+typedef struct kf_code_alias {
+  uint64_t start, end, target;
+} kf_code_alias_t;
+
+/* The aliases among `maps`: an executable mapping of a file whose pages
+ * an executable mapping at a lower address (the object as loaded) already
+ * maps. Writes at most cap; returns how many. */
+size_t kf_maps_code_aliases(const kf_maps_t *maps, kf_code_alias_t *out,
+                            size_t cap);
+
 /* The mapping holding addr, or NULL. */
 const kf_mapping_t *kf_maps_find(const kf_maps_t *maps, uint64_t addr);
 

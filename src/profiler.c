@@ -132,7 +132,8 @@ int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
     return rc;
   }
   kf_collector_opts_t copts = {.codemap = opts->codemap,
-                               .perf_map = p->perf_map};
+                               .perf_map = p->perf_map,
+                               .v8layout = opts->v8layout};
   rc = kf_collector_start(p->sampler, &copts, &p->collector);
   if (rc != 0) {
     *sys_errno = -rc < KF_ERR_BASE ? -rc : errno;
@@ -250,7 +251,14 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
   st->ring_pages_asked = p->opts.sampler.ring_pages;
   st->attached = info->threads;
   st->cpus = info->cpus;
-  st->jit_frames = cs->jit_frames;
+  st->jit_frames = cs->jit.named;
+  st->interpreted_named = cs->jit.interpreted_named;
+  st->interpreted_unnamed = cs->jit.interpreted_unnamed;
+  st->running_added = cs->jit.running_added;
+  st->stack_bytes = info->stack_bytes;
+  st->stack_copies = cs->stack_copies;
+  st->stack_copy_bytes = cs->stack_bytes;
+  st->v8_layout = p->opts.v8layout != NULL;
   st->perf_map_writes = cs->perf_map_writes;
   st->perf_map_errors = cs->perf_map_errors;
   st->code_events_dropped = kf_jithook_dropped();

@@ -12,10 +12,14 @@
 
 #include "codemap.h"
 #include "sampler.h"
+#include "v8frames.h"
 
 typedef struct kf_profile_opts {
   kf_sampler_opts_t sampler;
   kf_codemap_t *codemap; /* JIT code map; NULL leaves JIT frames [jit] */
+  /* V8's frame layout, to name JS frames from stack copies; NULL when
+   * this V8 is unknown (frames then come from the callchain alone) */
+  const kf_v8layout_t *v8layout;
   int keep_tiers;        /* "~foo" and "*foo" stay apart */
   const char *perf_map;  /* perf map path kept fresh while profiling and
                             written at stop, or NULL */
@@ -36,6 +40,12 @@ typedef struct kf_profile_stats {
   uint32_t ring_pages, ring_pages_asked;
   uint32_t attached, cpus;
   uint64_t jit_frames;           /* frames named from the code map */
+  /* From stack copies (jitframes.h): interpreter frames named, left
+   * "(interpreted)", running functions put back under a handler. */
+  uint64_t interpreted_named, interpreted_unnamed, running_added;
+  uint32_t stack_bytes;          /* asked of the kernel per sample */
+  uint64_t stack_copies, stack_copy_bytes; /* received */
+  int v8_layout;                 /* V8's frame layout is known */
   uint64_t code_live, code_bytes; /* code map at stop */
   uint64_t code_evicted, code_moved; /* during the profile */
   uint64_t code_events_dropped;  /* code events lost for lack of memory */

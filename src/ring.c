@@ -85,8 +85,17 @@ size_t kf_ring_drain(kf_ring_t *ring, kf_ring_record_fn fn, void *ctx) {
   return delivered;
 }
 
+static int take(const unsigned char **p, size_t *room, size_t n) {
+  if (*room < n) return -EBADMSG;
+  *p += n;
+  *room -= n;
+  return 0;
+}
+
 int kf_ring_parse_sample(const struct perf_event_header *rec,
+                         const kf_ring_layout_t *layout,
                          kf_ring_sample_t *out) {
+  memset(out, 0, sizeof(*out));
   if (rec->size < sizeof(*rec) + 32) return -EBADMSG;
   const unsigned char *p = (const unsigned char *)(rec + 1);
   size_t room = rec->size - sizeof(*rec) - 32;
@@ -96,10 +105,34 @@ int kf_ring_parse_sample(const struct perf_event_header *rec,
   memcpy(&out->tid, p + 12, 4);
   memcpy(&out->time, p + 16, 8);
   memcpy(&nr, p + 24, 8);
-  /* nr is the kernel's word, checked against the record's own size; bytes
-   * after ips[nr] (none with the sample_type above) are ignored. */
+  /* nr is the kernel's word, checked against the record's own size. */
   if (nr > room / 8) return -EBADMSG;
   out->nr = (uint32_t)nr;
   out->ips = (const uint64_t *)(p + 32);
+  p += 32 + nr * 8;
+  room -= nr * 8;
+  if (!layout || layout->user_regs == 0) return 0; /* the rest is ignored */
+
+  /* u64 abi; u64 regs[user_regs] unless abi is NONE (a kernel thread) */
+  uint64_t abi, size, dyn_size;
+  if (room < 8) return -EBADMSG;
+  memcpy(&abi, p, 8);
+  take(&p, &room, 8);
+  if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
+    const unsigned char *regs = p;
+    if (take(&p, &room, (size_t)layout->user_regs * 8)) return -EBADMSG;
+    out->regs = (const uint64_t *)regs;
+    out->nregs = layout->user_regs;
+  }
+  /* u64 size; char data[size]; u64 dyn_size (only when size != 0) */
+  if (room < 8) return -EBADMSG;
+  memcpy(&size, p, 8);
+  take(&p, &room, 8);
+  if (size == 0) return 0;
+  if (size > room || room - size < 8) return -EBADMSG;
+  const unsigned char *data = p;
+  memcpy(&dyn_size, p + size, 8);
+  out->stack = data;
+  out->stack_len = dyn_size < size ? dyn_size : size;
   return 0;
 }

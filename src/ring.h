@@ -47,23 +47,39 @@ size_t kf_ring_drain(kf_ring_t *ring, kf_ring_record_fn fn, void *ctx);
 /* Bytes written but not yet consumed. */
 uint64_t kf_ring_pending(const kf_ring_t *ring);
 
+/* What a sample record holds beyond the fixed fields (see sampler.c). */
+typedef struct kf_ring_layout {
+  /* 0: the record ends after the callchain. Else PERF_SAMPLE_REGS_USER
+   * with this many registers, then PERF_SAMPLE_STACK_USER, follow it. */
+  uint32_t user_regs;
+} kf_ring_layout_t;
+
 /* A PERF_RECORD_SAMPLE as the sampler asks for it (sample_type IDENTIFIER |
- * TID | TIME | CALLCHAIN, see sampler.c):
+ * TID | TIME | CALLCHAIN [| REGS_USER | STACK_USER]):
  *   u64 id; u32 pid, tid; u64 time; u64 nr; u64 ips[nr];
- * ips points into the record (8-byte aligned: records are 8-byte multiples
- * in a page-aligned ring or the malloc'd scratch copy) and is valid as long
- * as the record is. nr == 0 is the kernel's empty callchain. */
+ *   [u64 abi; u64 regs[user_regs] (absent when abi is NONE);
+ *    u64 size; char stack[size]; u64 dyn_size (absent when size is 0)]
+ * Pointers point into the record (ips and regs 8-byte aligned: records are
+ * 8-byte multiples in a page-aligned ring or the malloc'd scratch copy) and
+ * are valid as long as the record is. nr == 0 is the kernel's empty
+ * callchain. */
 typedef struct kf_ring_sample {
   uint64_t id, time;
   uint32_t pid, tid;
   uint32_t nr;
   const uint64_t *ips;
+  const uint64_t *regs;        /* NULL when the sample has none */
+  uint32_t nregs;
+  const unsigned char *stack;  /* the copy of the user stack from sp on */
+  uint64_t stack_len;          /* bytes of it the kernel filled */
 } kf_ring_sample_t;
 
-/* Reads the body of a sample record of rec->size bytes. Pure; any thread.
+/* Reads the body of a sample record of rec->size bytes laid out as
+ * `layout` says (NULL: no user registers or stack). Pure; any thread.
  * Returns 0, or -EBADMSG when the body is shorter than its fields or than
- * the nr it announces (the caller counts it as corrupt). */
+ * the sizes it announces (the caller counts it as corrupt). */
 int kf_ring_parse_sample(const struct perf_event_header *rec,
+                         const kf_ring_layout_t *layout,
                          kf_ring_sample_t *out);
 
 #endif

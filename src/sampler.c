@@ -5,6 +5,9 @@
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
+#if defined(__x86_64__)
+#include <asm/perf_regs.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -169,6 +172,29 @@ static int map_rings(kf_sampler_t *s, const int *fds) {
   }
 }
 
+/* Asks each sample for `bytes` of the user stack and the registers that
+ * walk it, or (0) for neither. */
+static void ask_user_stack(kf_sampler_t *s, uint32_t bytes) {
+  struct perf_event_attr *a = &s->attr;
+  a->sample_type &= ~(uint64_t)(PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER);
+  a->sample_regs_user = 0;
+  a->sample_stack_user = 0;
+  s->info.stack_bytes = 0;
+  s->info.layout.user_regs = 0;
+#if defined(__x86_64__)
+  bytes &= ~7u;
+  if (bytes == 0) return;
+  a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+  a->sample_regs_user = 1ULL << PERF_REG_X86_BP | 1ULL << PERF_REG_X86_SP |
+                        1ULL << PERF_REG_X86_IP;
+  a->sample_stack_user = bytes;
+  s->info.stack_bytes = bytes;
+  s->info.layout.user_regs = KF_SAMPLER_USER_REGS;
+#else
+  (void)bytes;
+#endif
+}
+
 /* Opens one event on (tid, cpu). The first open also settles what this
  * kernel and these privileges allow: kernel frames (EACCES means no) and
  * inherit_thread (EINVAL before Linux 5.13). Returns an fd, -ESRCH when the
@@ -183,6 +209,12 @@ static int open_event(kf_sampler_t *s, pid_t tid, int cpu, int first) {
       s->attr.exclude_callchain_kernel = 1;
       s->info.kernel = 0;
       s->info.kernel_refused = 1;
+      continue;
+    }
+    if (first && e == EINVAL && s->attr.sample_stack_user) {
+      /* A kernel without user stack sampling (or refusing this size):
+       * sample callchains alone, as before. */
+      ask_user_stack(s, 0);
       continue;
     }
     if (first && e == EINVAL && s->attr.inherit_thread) {
@@ -293,6 +325,7 @@ int kf_sampler_open(const kf_sampler_opts_t *opts, kf_sampler_t **out,
   a->comm = 1;
   a->use_clockid = 1;
   a->clockid = CLOCK_MONOTONIC;
+  ask_user_stack(s, opts->stack_bytes);
   /* Wake the collector when a ring is half full: with watermark set and
    * wakeup_watermark 0 the kernel takes half of whatever size the ring got,
    * also when the locked-memory budget made it smaller than asked. */

@@ -28,7 +28,17 @@ typedef struct kf_sampler_opts {
   kf_event_t event;
   int kernel;           /* 1: try kernel frames; falls back to user-only */
   uint32_t ring_pages;  /* data pages per CPU ring, a power of two */
+  /* Bytes of each sampled user stack to copy from its stack pointer on,
+   * with the registers that walk it (PERF_SAMPLE_REGS_USER and
+   * PERF_SAMPLE_STACK_USER, see KF_SAMPLER_USER_REGS); 0: none. A multiple
+   * of 8 below 64 KiB. Ignored where kflame cannot read the registers
+   * (not x86-64). */
+  uint32_t stack_bytes;
 } kf_sampler_opts_t;
+
+/* The user registers a sample carries when stack_bytes is set, in this
+ * order (the kernel's: by register number). */
+enum { KF_REG_BP, KF_REG_SP, KF_REG_IP, KF_SAMPLER_USER_REGS };
 
 typedef struct kf_sampler_info {
   int kernel;            /* kernel frames are being sampled */
@@ -38,6 +48,8 @@ typedef struct kf_sampler_info {
   uint32_t threads;      /* threads attached directly */
   uint32_t cpus;
   uint32_t max_stack;    /* kernel.perf_event_max_stack */
+  uint32_t stack_bytes;  /* user stack bytes copied per sample; 0: none */
+  kf_ring_layout_t layout; /* of the sample records */
 } kf_sampler_info_t;
 
 /* The thread an opened event was attached to, by perf event id: samples

@@ -14,8 +14,8 @@
 
 static const char *name_at(kf_codemap_t *m, uint64_t addr, uint64_t t) {
   static char buf[256];
-  char tier;
-  return kf_codemap_lookup(m, addr, t, buf, sizeof buf, &tier) < 0 ? "(none)"
+  kf_code_info_t info;
+  return kf_codemap_lookup(m, addr, t, buf, sizeof buf, &info) < 0 ? "(none)"
                                                                    : buf;
 }
 
@@ -50,13 +50,13 @@ static void jitname_formats(void) {
 
 static void codemap_evicts_overlaps(void) {
   kf_codemap_t *m = kf_codemap_new();
-  CHECK(kf_codemap_add(m, 0x1000, 0x100, "a", '~', 1, 10) == 0);
-  CHECK(kf_codemap_add(m, 0x1100, 0x100, "b", '~', 1, 10) == 0);
+  CHECK(kf_codemap_add(m, 0x1000, 0x100, "a", '~', KF_CODE_OTHER, 1, 10) == 0);
+  CHECK(kf_codemap_add(m, 0x1100, 0x100, "b", '~', KF_CODE_OTHER, 1, 10) == 0);
   CHECK_STR(name_at(m, 0x10ff, 20), "a");
   CHECK_STR(name_at(m, 0x1100, 20), "b");
   CHECK_STR(name_at(m, 0x1200, 20), "(none)");
   /* New code over both: both are dead, one line remains. */
-  CHECK(kf_codemap_add(m, 0x1080, 0x100, "c", '*', 1, 30) == 0);
+  CHECK(kf_codemap_add(m, 0x1080, 0x100, "c", '*', KF_CODE_OTHER, 1, 30) == 0);
   kf_codemap_stats_t st;
   kf_codemap_stats(m, &st);
   CHECK_EQ_U64(st.live, 1);
@@ -75,8 +75,8 @@ static void codemap_evicts_overlaps(void) {
 static void codemap_is_time_correct(void) {
   kf_codemap_t *m = kf_codemap_new();
   kf_codemap_keep_dead(m, 1);
-  CHECK(kf_codemap_add(m, 0x1000, 0x100, "old", 0, 1, 100) == 0);
-  CHECK(kf_codemap_add(m, 0x1000, 0x80, "new", 0, 1, 200) == 0); /* reuse */
+  CHECK(kf_codemap_add(m, 0x1000, 0x100, "old", 0, KF_CODE_OTHER, 1, 100) == 0);
+  CHECK(kf_codemap_add(m, 0x1000, 0x80, "new", 0, KF_CODE_OTHER, 1, 200) == 0); /* reuse */
   CHECK_STR(name_at(m, 0x1010, 50), "(none)"); /* before either */
   CHECK_STR(name_at(m, 0x1010, 150), "old");
   CHECK_STR(name_at(m, 0x1010, 200), "new");
@@ -97,10 +97,10 @@ static void codemap_is_time_correct(void) {
 static void codemap_moves_and_drops(void) {
   kf_codemap_t *m = kf_codemap_new();
   kf_codemap_keep_dead(m, 1);
-  CHECK(kf_codemap_add(m, 0x1000, 0x40, "f", '*', 7, 0) == 0);
-  CHECK(kf_codemap_add(m, 0x2000, 0x40, "g", '*', 8, 0) == 0);
-  CHECK(kf_codemap_add(m, 0x9000, 0x40, "shared", 0, 7, 0) == 0);
-  CHECK(kf_codemap_add(m, 0x9000, 0x40, "shared", 0, 8, 5) == 0); /* again */
+  CHECK(kf_codemap_add(m, 0x1000, 0x40, "f", '*', KF_CODE_OTHER, 7, 0) == 0);
+  CHECK(kf_codemap_add(m, 0x2000, 0x40, "g", '*', KF_CODE_OTHER, 8, 0) == 0);
+  CHECK(kf_codemap_add(m, 0x9000, 0x40, "shared", 0, KF_CODE_OTHER, 7, 0) == 0);
+  CHECK(kf_codemap_add(m, 0x9000, 0x40, "shared", 0, KF_CODE_OTHER, 8, 5) == 0); /* again */
   CHECK(kf_codemap_move(m, 0x1000, 0x3000, 100) == 0);
   CHECK(kf_codemap_move(m, 0x5555, 0x6000, 100) == 0); /* unknown: ignored */
   CHECK_STR(name_at(m, 0x1000, 50), "f");  /* before the move */
@@ -132,7 +132,7 @@ static void codemap_stays_bounded_under_churn(void) {
       char name[32];
       snprintf(name, sizeof name, "fn%d_%d", round, i);
       CHECK(kf_codemap_add(m, 0x100000 + (uint64_t)i * 0x100 + (round & 1) * 0x80,
-                           0x100, name, '~', 1, (uint64_t)round * 1000 + i + 1) == 0);
+                           0x100, name, '~', KF_CODE_OTHER, 1, (uint64_t)round * 1000 + i + 1) == 0);
     }
     kf_codemap_stats(m, &st);
     if (round == 1) bytes_after_first = st.bytes;
@@ -144,13 +144,14 @@ static void codemap_stays_bounded_under_churn(void) {
 
 static void jitframes_tokens_and_tiers(void) {
   kf_codemap_t *m = kf_codemap_new();
-  CHECK(kf_codemap_add(m, 0x1000, 0x100, "f a.js:1:1", '~', 1, 10) == 0);
-  CHECK(kf_codemap_add(m, 0x2000, 0x100, "f a.js:1:1", '*', 1, 10) == 0);
-  kf_jitframes_t *j = kf_jitframes_new(m);
+  CHECK(kf_codemap_add(m, 0x1000, 0x100, "f a.js:1:1", '~', KF_CODE_OTHER, 1, 10) == 0);
+  CHECK(kf_codemap_add(m, 0x2000, 0x100, "f a.js:1:1", '*', KF_CODE_OTHER, 1, 10) == 0);
+  kf_jitframes_t *j = kf_jitframes_new(m, NULL);
   uint64_t ips[] = {(uint64_t)PERF_CONTEXT_KERNEL, 0x1010,
                     (uint64_t)PERF_CONTEXT_USER, 0x1010, 0x2020, 0x7000};
-  uint64_t out[6];
-  CHECK(kf_jitframes_resolve(j, 20, ips, 6, out) == 2);
+  uint64_t out[7];
+  CHECK(kf_jitframes_resolve(j, 20, ips, 6, NULL, out) == 6);
+  CHECK(kf_jitframes_stats(j)->named == 2);
   CHECK(out[1] == 0x1010); /* kernel context: untouched */
   CHECK(kf_jitframes_is_token(out[3]) && kf_jitframes_is_token(out[4]));
   CHECK(out[3] != out[4]);
@@ -160,8 +161,8 @@ static void jitframes_tokens_and_tiers(void) {
   CHECK_STR(kf_jitframes_name(j, out[3], 1), "~f a.js:1:1_[j]");
   CHECK_STR(kf_jitframes_name(j, out[4], 1), "*f a.js:1:1_[j]");
   /* The same code again: the same token. */
-  uint64_t again[6];
-  CHECK(kf_jitframes_resolve(j, 30, ips, 6, again) == 2);
+  uint64_t again[7];
+  CHECK(kf_jitframes_resolve(j, 30, ips, 6, NULL, again) == 6);
   CHECK(again[3] == out[3]);
   CHECK(kf_jitframes_name(j, 0x1234, 0) == NULL);
   kf_jitframes_free(j);
@@ -179,7 +180,7 @@ static void *compiler(void *arg) {
   for (uint64_t i = 0; i < ROUNDS; i++) {
     char name[32];
     snprintf(name, sizeof name, "f%lu", (unsigned long)i);
-    kf_codemap_add(shared_map, base + (i % 512) * 0x40, 0x40, name, '~',
+    kf_codemap_add(shared_map, base + (i % 512) * 0x40, 0x40, name, '~', KF_CODE_OTHER,
                    (uintptr_t)arg + 1, i + 1);
     if (i % 7 == 0)
       kf_codemap_move(shared_map, base + (i % 512) * 0x40,
@@ -190,11 +191,12 @@ static void *compiler(void *arg) {
 
 static void *collector(void *arg) {
   (void)arg;
-  char buf[64], tier;
+  char buf[64];
+  kf_code_info_t info;
   for (uint64_t i = 0; i < ROUNDS; i++) {
     uint64_t addr = 0x100000 + (i * 0x40) % 0x200000;
-    if (kf_codemap_lookup(shared_map, addr, i, buf, sizeof buf, &tier) >= 0)
-      CHECK(buf[0] == 'f' && tier == '~');
+    if (kf_codemap_lookup(shared_map, addr, i, buf, sizeof buf, &info) >= 0)
+      CHECK(buf[0] == 'f' && info.tier == '~');
     if (i % 1000 == 0) kf_codemap_retire(shared_map, i > 500 ? i - 500 : 0);
     if (i % 5000 == 0) {
       char *text;

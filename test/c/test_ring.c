@@ -258,28 +258,28 @@ static void parses_sample_bodies(void) {
   uint64_t rec[16];
   kf_ring_sample_t rs;
   make_sample(rec, 3, 3);
-  CHECK(kf_ring_parse_sample((void *)rec, &rs) == 0);
+  CHECK(kf_ring_parse_sample((void *)rec, NULL, &rs) == 0);
   CHECK(rs.id == 77 && rs.pid == 11 && rs.tid == 12 && rs.time == 123456789);
   CHECK(rs.nr == 3 && rs.ips == rec + 5 && rs.ips[2] == 0x1002);
   /* The kernel's empty callchain. */
   make_sample(rec, 0, 0);
-  CHECK(kf_ring_parse_sample((void *)rec, &rs) == 0);
+  CHECK(kf_ring_parse_sample((void *)rec, NULL, &rs) == 0);
   CHECK(rs.nr == 0);
   /* Room for more ips than announced: the extra bytes are ignored. */
   make_sample(rec, 2, 4);
-  CHECK(kf_ring_parse_sample((void *)rec, &rs) == 0 && rs.nr == 2);
+  CHECK(kf_ring_parse_sample((void *)rec, NULL, &rs) == 0 && rs.nr == 2);
   /* nr larger than the record, even by one, or absurd. */
   make_sample(rec, 4, 3);
-  CHECK(kf_ring_parse_sample((void *)rec, &rs) == -EBADMSG);
+  CHECK(kf_ring_parse_sample((void *)rec, NULL, &rs) == -EBADMSG);
   make_sample(rec, UINT64_MAX, 3);
-  CHECK(kf_ring_parse_sample((void *)rec, &rs) == -EBADMSG);
+  CHECK(kf_ring_parse_sample((void *)rec, NULL, &rs) == -EBADMSG);
   /* Shorter than the fixed fields. */
   struct perf_event_header h = {.type = PERF_RECORD_SAMPLE, .size = 32};
   memcpy(rec, &h, sizeof h);
-  CHECK(kf_ring_parse_sample((void *)rec, &rs) == -EBADMSG);
+  CHECK(kf_ring_parse_sample((void *)rec, NULL, &rs) == -EBADMSG);
   h.size = 0;
   memcpy(rec, &h, sizeof h);
-  CHECK(kf_ring_parse_sample((void *)rec, &rs) == -EBADMSG);
+  CHECK(kf_ring_parse_sample((void *)rec, NULL, &rs) == -EBADMSG);
 }
 
 static const kftest_case_t cases[] = {
