@@ -16,7 +16,10 @@ function load () {
   for (const kind of ['Release', 'Debug']) {
     const file = path.join(root, kind, 'kflame.node')
     try {
-      return require(file)
+      const addon = require(file)
+      // where it came from, for isolates that load it by path (workers.js)
+      Object.defineProperty(addon, 'file', { value: file })
+      return addon
     } catch (err) {
       if (err.code !== 'MODULE_NOT_FOUND') throw err
       tried.push(file)

@@ -22,9 +22,15 @@ const { Profile, makeStats } = require('./profile')
 const { renderSvg, renderSvgFile } = require('./svg')
 const { fromFolded } = require('./folded')
 const { label } = require('./labels')
+const workers = require('./workers')
+
+// Workers that never load kflame get their code-event hook through the
+// inspector (lib/workers.js), from load like this isolate's own.
+if (jitMode === 'load') workers.armWorkers()
 
 function start (options) {
   const o = checkStartOptions(options)
+  if (jitMode === 'lazy' && o.jit) workers.armWorkers()
   binding.start({
     hz: o.hz,
     taskClock: o.event === 'task-clock',
@@ -42,7 +48,7 @@ function start (options) {
 // taken, not what this isolate remembers.
 function stop () {
   const raw = binding.stop() // throws KFLAME_ERR_NOT_RUNNING when idle
-  return Profile.fromNative(raw, makeStats(raw.stats, raw.labels),
+  return Profile.fromNative(raw, makeStats(raw.stats, raw.labels, workers.status()),
     { startUs: raw.stats.startUs, wallStart: raw.stats.wallStartMs })
 }
 

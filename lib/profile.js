@@ -156,8 +156,12 @@ function subtitleOf (stats) {
     `${(stats.durationMs / 1000).toFixed(2)} s${stats.lost ? `, ${stats.lost} lost` : ''}`
 }
 
-function warningsFor (raw, labels) {
+function warningsFor (raw, labels, workers) {
   const warnings = []
+  if (workers && workers.failed > 0) {
+    warnings.push(`${workers.failed} worker thread(s) could not get kflame's JIT hook (${workers.lastError}): ` +
+      'their JS frames show as [jit]; require kflame in the worker to name them')
+  }
   if (raw.kernelRefused) {
     warnings.push('kernel frames are not sampled: kernel.perf_event_paranoid forbids it for this user ' +
       '(needs <= 1, root, or CAP_PERFMON); time spent inside system calls is not counted')
@@ -195,7 +199,7 @@ function warningsFor (raw, labels) {
 
 // The stats of a live profile, from what the C session reported: it, not
 // the isolate that called start(), knows how the profile was taken.
-function makeStats (raw, labels = null) {
+function makeStats (raw, labels = null, workers = null) {
   return {
     samples: raw.samples,
     lost: raw.lost + raw.corrupt + raw.noMemory,
@@ -204,7 +208,7 @@ function makeStats (raw, labels = null) {
     hz: raw.hz,
     event: raw.taskClock ? 'task-clock' : 'cpu-clock',
     kernel: raw.kernel,
-    warnings: warningsFor(raw, labels),
+    warnings: warningsFor(raw, labels, workers),
     details: {
       lostInRing: raw.lost,
       corrupt: raw.corrupt,
@@ -225,6 +229,8 @@ function makeStats (raw, labels = null) {
       interpretedNamed: raw.interpretedNamed,
       interpretedUnnamed: raw.interpretedUnnamed,
       runningAdded: raw.runningAdded,
+      workersArmed: workers ? workers.armed : 0,
+      workersFailed: workers ? workers.failed : 0,
       codeEntries: raw.codeEntries,
       codeBytes: raw.codeBytes,
       codeEvicted: raw.codeEvicted,
