@@ -208,7 +208,9 @@ int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
     nfps = (uint32_t)kf_userstack_frames(stack, ips + user, nr - user, j->fps);
   }
   for (uint32_t i = 0; i < nr; i++) {
-    out[n++] = ips[i];
+    /* A return address the kernel read off a corrupt frame can be any
+     * value, a token's too: it must not pass for a JIT name. */
+    out[n++] = kf_jitframes_is_token(ips[i]) ? 0 : ips[i];
     if (i < user || !j->map) continue;
     kf_code_info_t info;
     uint64_t token, function;

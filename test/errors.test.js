@@ -64,7 +64,7 @@ t.test('a small locked-memory budget shrinks the rings with a warning', async (t
   const r = runWithFaults(probe, { KFLAME_FAULT_MLOCK_PAGES: '4' })
   t.equal(r.started, true)
   t.equal(r.ringPages, 4)
-  t.match(r.warnings.join('\n'), /cut from 16 to 4 pages.*ulimit -l/)
+  t.match(r.warnings.join('\n'), /cut from 64 to 4 pages.*ulimit -l/)
   t.equal(r.leakedFds, 0)
 })
 

@@ -10,7 +10,8 @@
  *               from the tail (taken modulo four data areas, so it may
  *               overrun the ring)
  *   byte 17: bit 0, head as is; bit 1, deliver the records a second time
- *            after moving head again by the same distance
+ *            after moving head again by the same distance; bit 2, samples
+ *            carry 3 user registers and a user stack copy
  * The data area is filled with the rest of the input, repeated. */
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 
 typedef struct seen {
   kf_ring_t *ring;
+  kf_ring_layout_t layout; /* records with user registers and stack or not */
   kf_stacks_t *stacks;
   uint64_t bytes, samples;
 } seen_t;
@@ -52,9 +54,12 @@ static void on_record(const struct perf_event_header *h, void *ctx) {
   /* The collector parses only samples; parse every record to give the
    * parser every shape. */
   kf_ring_sample_t rs;
-  if (kf_ring_parse_sample(h, &rs) != 0) return;
-  if ((const unsigned char *)(rs.ips + rs.nr) > (const unsigned char *)h + h->size)
-    FAIL("ips past the record");
+  if (kf_ring_parse_sample(h, &s->layout, &rs) != 0) return;
+  const unsigned char *end = (const unsigned char *)h + h->size;
+  if ((const unsigned char *)(rs.ips + rs.nr) > end) FAIL("ips past the record");
+  if (rs.regs && (const unsigned char *)(rs.regs + rs.nregs) > end) FAIL("regs past the record");
+  if (rs.stack && rs.stack + rs.stack_len > end) FAIL("stack past the record");
+  if (rs.regs && rs.nregs != s->layout.user_regs) FAIL("%u regs", rs.nregs);
   if (((uintptr_t)rs.ips & 7) != 0) FAIL("ips not aligned");
   if (h->type != PERF_RECORD_SAMPLE) return;
   if (kf_stacks_add(s->stacks, rs.tid & 3, rs.time, rs.ips, rs.nr) == 0) s->samples++;
@@ -100,7 +105,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(mem);
     return 0;
   }
-  seen_t s = {.ring = &ring, .stacks = kf_stacks_new()};
+  seen_t s = {.ring = &ring, .stacks = kf_stacks_new(),
+              .layout = {.user_regs = data[17] & 4 ? 3 : 0}};
   if (!s.stacks) abort();
   for (int round = 0; round < (data[17] & 2 ? 2 : 1); round++) {
     uint64_t before = m->data_tail, corrupt = ring.corrupt, bytes = s.bytes;

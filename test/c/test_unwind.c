@@ -1,0 +1,295 @@
+/* Reading V8 frames off a sample's stack copy: userstack.c (bounded reads,
+ * the frame-pointer chain checked against the kernel's callchain),
+ * v8frames.c (layouts, the BytecodeArray slot), jitframes.c (what the
+ * collector does with both) and procmaps.c's code aliases. */
+#define _GNU_SOURCE
+#include <linux/perf_event.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/codemap.h"
+#include "../../src/jitframes.h"
+#include "../../src/jitname.h"
+#include "../../src/procmaps.h"
+#include "../../src/userstack.h"
+#include "../../src/v8frames.h"
+#include "kftest.h"
+
+#define SP 0x7ffd0000ULL
+#define COPY 512
+
+/* A stack copy of COPY bytes from SP, zeroed, with words written by put. */
+typedef struct fake {
+  unsigned char bytes[COPY];
+  kf_userstack_t s;
+} fake_t;
+
+static void fake_init(fake_t *f, uint64_t bp) {
+  memset(f, 0, sizeof(*f));
+  f->s = (kf_userstack_t){.ip = 0, .sp = SP, .bp = bp, .bytes = f->bytes,
+                          .len = COPY};
+}
+
+static void put(fake_t *f, uint64_t addr, uint64_t value) {
+  CHECK(addr >= SP && addr + 8 <= SP + COPY);
+  memcpy(f->bytes + (addr - SP), &value, 8);
+}
+
+/* A frame at fp: saved fp and return address. */
+static void frame(fake_t *f, uint64_t fp, uint64_t next, uint64_t ret) {
+  put(f, fp, next);
+  put(f, fp + 8, ret);
+}
+
+static const kf_v8layout_t *node20(void) {
+  const kf_v8layout_t *l = kf_v8layout_for("11.3.244.8-node.33");
+  CHECK(l != NULL);
+  return l;
+}
+
+/* An interpreter frame at fp holding the BytecodeArray whose first
+ * bytecode is at `bytecode` (context tagged, as in a JS frame). */
+static void interpreter_frame(fake_t *f, uint64_t fp, uint64_t bytecode) {
+  const kf_v8layout_t *l = node20();
+  put(f, fp + (int64_t)l->context_from_fp, 0x12340001);
+  put(f, fp + (int64_t)l->bytecode_array_from_fp,
+      bytecode - l->bytecode_header + 1);
+}
+
+static void words_in_bounds(void) {
+  fake_t f;
+  fake_init(&f, SP + 64);
+  put(&f, SP, 11);
+  put(&f, SP + COPY - 8, 22);
+  uint64_t v = 0;
+  CHECK(kf_userstack_word(&f.s, SP, &v) == 0 && v == 11);
+  CHECK(kf_userstack_word(&f.s, SP + COPY - 8, &v) == 0 && v == 22);
+  CHECK(kf_userstack_word(&f.s, SP + COPY - 7, &v) == -1); /* straddles the end */
+  CHECK(kf_userstack_word(&f.s, SP + COPY, &v) == -1);
+  CHECK(kf_userstack_word(&f.s, SP - 8, &v) == -1);
+  CHECK(kf_userstack_word(&f.s, UINT64_MAX - 3, &v) == -1);
+  f.s.len = 7; /* shorter than a word */
+  CHECK(kf_userstack_word(&f.s, SP, &v) == -1);
+  f.s.bytes = NULL;
+  f.s.len = COPY;
+  CHECK(kf_userstack_word(&f.s, SP, &v) == -1);
+}
+
+static void frames_follow_the_callchain(void) {
+  fake_t f;
+  fake_init(&f, SP + 0x40);
+  frame(&f, SP + 0x40, SP + 0x80, 0xa1);
+  frame(&f, SP + 0x80, SP + 0xc0, 0xa2);
+  frame(&f, SP + 0xc0, SP + 0x4000, 0xa3); /* the next frame is past the copy */
+  uint64_t ips[] = {0xa0, 0xa1, 0xa2, 0xa3, 0xa4}, fps[5];
+  CHECK_EQ_U64(kf_userstack_frames(&f.s, ips, 5, fps), 4);
+  CHECK_EQ_U64(fps[0], SP + 0x40);
+  CHECK_EQ_U64(fps[2], SP + 0xc0);
+  CHECK_EQ_U64(fps[3], SP + 0x4000); /* known, but not readable */
+  /* A return address the kernel did not see: the chain stops there. */
+  ips[2] = 0xbad;
+  CHECK_EQ_U64(kf_userstack_frames(&f.s, ips, 5, fps), 2);
+  /* A link pointing down the stack (a loop) stops it too. */
+  ips[2] = 0xa2;
+  frame(&f, SP + 0x80, SP + 0x40, 0xa2);
+  CHECK_EQ_U64(kf_userstack_frames(&f.s, ips, 5, fps), 2);
+  CHECK_EQ_U64(kf_userstack_frames(&f.s, ips, 0, fps), 0);
+  CHECK_EQ_U64(kf_userstack_frames(&f.s, ips, 1, fps), 1);
+}
+
+static void layouts_by_version(void) {
+  CHECK(kf_v8layout_for("11.3.244.8-node.33")->bytecode_header == 54);
+  CHECK(kf_v8layout_for("12.4.254.21-node.33")->bytecode_header == 64);
+  CHECK(kf_v8layout_for("13.6.233.17-node.53") != NULL);
+  CHECK(kf_v8layout_for("99.1.0") == NULL);
+  CHECK(kf_v8layout_for("11") == NULL);
+  CHECK(kf_v8layout_for("") == NULL);
+  CHECK(kf_v8layout_for(NULL) == NULL);
+}
+
+static void bytecode_slot(void) {
+  const kf_v8layout_t *l = node20();
+  fake_t f;
+  fake_init(&f, SP + 0x100);
+  interpreter_frame(&f, SP + 0x100, 0x500036);
+  uint64_t bc = 0;
+  CHECK(kf_v8frames_bytecode(l, &f.s, SP + 0x100, &bc) == 0);
+  CHECK_EQ_U64(bc, 0x500036);
+  /* A typed frame: a Smi-shaped marker where a JS frame has its context. */
+  put(&f, SP + 0x100 - 8, 0x22);
+  CHECK(kf_v8frames_bytecode(l, &f.s, SP + 0x100, &bc) == -1);
+  /* A slot holding no heap object. */
+  interpreter_frame(&f, SP + 0x100, 0x500036);
+  put(&f, SP + 0x100 - 32, 0x500000);
+  CHECK(kf_v8frames_bytecode(l, &f.s, SP + 0x100, &bc) == -1);
+  /* Slots outside the copy; no layout. */
+  CHECK(kf_v8frames_bytecode(l, &f.s, SP + 8, &bc) == -1);
+  CHECK(kf_v8frames_bytecode(l, &f.s, SP + 0x4000, &bc) == -1);
+  CHECK(kf_v8frames_bytecode(NULL, &f.s, SP + 0x100, &bc) == -1);
+}
+
+/* The code map a V8 process would have, named as the hook names it. */
+#define TRAMPOLINE 0x100000ULL
+#define HANDLER 0x200000ULL
+#define BAR 0x300000ULL
+#define BUILTIN 0x400000ULL
+#define FOO_BYTECODE 0x500036ULL
+#define OTHER_BYTECODE 0x600036ULL
+
+static void add_named(kf_codemap_t *m, uint64_t start, uint64_t len,
+                      const char *v8name, int bytecode) {
+  char name[256], tier;
+  kf_jitname(v8name, strlen(v8name), name, sizeof name, &tier);
+  enum kf_code_kind kind =
+      bytecode ? KF_CODE_BYTECODE : kf_jitname_kind(v8name, strlen(v8name));
+  CHECK(kf_codemap_add(m, start, len, name, tier, kind, 1, 0) == 0);
+}
+
+static kf_codemap_t *v8_map(void) {
+  kf_codemap_t *m = kf_codemap_new();
+  add_named(m, TRAMPOLINE, 0x100, "Builtin:InterpreterEntryTrampoline", 0);
+  add_named(m, HANDLER, 0x100, "BytecodeHandler:Add", 0);
+  add_named(m, BAR, 0x100, "JS:*bar b.js:2:2", 0);
+  add_named(m, BUILTIN, 0x100, "Builtin:MultiplySmi_Baseline", 0);
+  add_named(m, FOO_BYTECODE, 0x40, "JS:~foo a.js:1:1", 1);
+  add_named(m, OTHER_BYTECODE, 0x40, "JS:~other a.js:9:1", 1);
+  return m;
+}
+
+#define U ((uint64_t)PERF_CONTEXT_USER)
+
+static const char *name_of(kf_jitframes_t *j, uint64_t v) {
+  const char *n = kf_jitframes_name(j, v, 0);
+  return n ? n : "(raw)";
+}
+
+static void interpreted_frames_named(void) {
+  kf_codemap_t *m = v8_map();
+  kf_jitframes_t *j = kf_jitframes_new(m, node20());
+  fake_t f;
+  fake_init(&f, SP + 0x40);
+  /* bar (leaf, own frame at 0x40) called from an interpreted function whose
+   * frame (at 0x100) the shared trampoline owns. */
+  frame(&f, SP + 0x40, SP + 0x100, TRAMPOLINE + 0x10);
+  frame(&f, SP + 0x100, SP + 0x180, 0x7000);
+  interpreter_frame(&f, SP + 0x100, FOO_BYTECODE);
+  uint64_t ips[] = {U, BAR + 4, TRAMPOLINE + 0x10, 0x7000}, out[5];
+  CHECK(kf_jitframes_resolve(j, 5, ips, 4, &f.s, out) == 4);
+  CHECK_STR(name_of(j, out[1]), "bar b.js:2:2_[j]");
+  CHECK_STR(name_of(j, out[2]), "foo a.js:1:1_[j]");
+  CHECK_EQ_U64(out[3], 0x7000);
+  CHECK_EQ_U64(kf_jitframes_stats(j)->interpreted_named, 1);
+  /* Without the copy: "(interpreted)", as the callchain alone gives. */
+  CHECK(kf_jitframes_resolve(j, 5, ips, 4, NULL, out) == 4);
+  CHECK_STR(name_of(j, out[2]), "(interpreted)_[j]");
+  /* A stale slot (no bytecode reported there) or one pointing inside an
+   * array rather than at its start: left "(interpreted)", counted. */
+  interpreter_frame(&f, SP + 0x100, 0x900036);
+  CHECK(kf_jitframes_resolve(j, 5, ips, 4, &f.s, out) == 4);
+  CHECK_STR(name_of(j, out[2]), "(interpreted)_[j]");
+  interpreter_frame(&f, SP + 0x100, FOO_BYTECODE + 8);
+  CHECK(kf_jitframes_resolve(j, 5, ips, 4, &f.s, out) == 4);
+  CHECK_STR(name_of(j, out[2]), "(interpreted)_[j]");
+  CHECK_EQ_U64(kf_jitframes_stats(j)->interpreted_unnamed, 3);
+  /* The trampoline at the leaf: its frame may not be built yet. */
+  interpreter_frame(&f, SP + 0x40, OTHER_BYTECODE);
+  uint64_t leaf[] = {U, TRAMPOLINE + 0x10, 0x7000};
+  CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "(interpreted)_[j]");
+  kf_jitframes_free(j);
+  kf_codemap_free(m);
+}
+
+static void running_function_put_back(void) {
+  kf_codemap_t *m = v8_map();
+  kf_jitframes_t *j = kf_jitframes_new(m, node20());
+  fake_t f;
+  /* A frameless bytecode handler running foo: bp is foo's interpreter
+   * frame; the callchain goes from the handler to foo's caller. */
+  fake_init(&f, SP + 0x100);
+  frame(&f, SP + 0x100, SP + 0x180, 0x7000);
+  interpreter_frame(&f, SP + 0x100, FOO_BYTECODE);
+  uint64_t ips[] = {U, HANDLER + 4, 0x7000}, out[4];
+  CHECK(kf_jitframes_resolve(j, 5, ips, 3, &f.s, out) == 4);
+  CHECK_STR(name_of(j, out[1]), "BytecodeHandler:Add_[j]");
+  CHECK_STR(name_of(j, out[2]), "foo a.js:1:1_[j]");
+  CHECK_EQ_U64(out[3], 0x7000);
+  /* A handler with a frame of its own (a stub frame's marker at bp - 8):
+   * nothing is put back; the trampoline above names foo. */
+  put(&f, SP + 0x100 - 8, 0x22);
+  CHECK(kf_jitframes_resolve(j, 5, ips, 3, &f.s, out) == 3);
+  /* A frameless builtin called by bar: its return address at sp. */
+  fake_init(&f, SP + 0x100);
+  frame(&f, SP + 0x100, SP + 0x180, 0x7000);
+  put(&f, SP, BAR + 0x20);
+  uint64_t b[] = {U, BUILTIN + 4, 0x7000};
+  CHECK(kf_jitframes_resolve(j, 5, b, 3, &f.s, out) == 4);
+  CHECK_STR(name_of(j, out[1]), "Builtin:MultiplySmi_Baseline_[j]");
+  CHECK_STR(name_of(j, out[2]), "bar b.js:2:2_[j]");
+  /* The builtin built a frame: bar is the callchain's next entry already. */
+  uint64_t framed[] = {U, BUILTIN + 4, BAR + 0x30, 0x7000};
+  frame(&f, SP + 0x100, SP + 0x180, BAR + 0x30);
+  CHECK(kf_jitframes_resolve(j, 5, framed, 4, &f.s, out) == 4);
+  /* What sp holds is not JS code: nothing. A native leaf: nothing. */
+  put(&f, SP, 0x7100);
+  CHECK(kf_jitframes_resolve(j, 5, b, 3, &f.s, out) == 3);
+  uint64_t native[] = {U, 0x7200, 0x7000};
+  put(&f, SP, BAR + 0x20);
+  CHECK(kf_jitframes_resolve(j, 5, native, 3, &f.s, out) == 3);
+  CHECK_EQ_U64(kf_jitframes_stats(j)->running_added, 2);
+  kf_jitframes_free(j);
+  kf_codemap_free(m);
+}
+
+static void aliases_of_remapped_code(void) {
+  /* node's text, and V8's copy of its embedded builtins (file offset
+   * 0x14c4000 of the same file) next to the JIT code. */
+  const char *text =
+      "00400000-00b6f000 r--p 00000000 fe:00 247823 /usr/bin/node\n"
+      "00b72000-025fe000 r-xp 00772000 fe:00 247823 /usr/bin/node\n"
+      "7f0000000000-7f0000001000 r-xp 00000000 00:00 0\n"
+      "7f6e1fe40000-7f6e1ffd2000 r-xp 014c4000 fe:00 247823 /usr/bin/node\n"
+      "7f6e20000000-7f6e20010000 r-xp 00001000 fe:00 999 /lib/libc.so.6\n"
+      "7f6e30000000-7f6e3f000000 r-xp 01000000 fe:00 247823 /usr/bin/node\n";
+  kf_maps_t maps;
+  CHECK(kf_maps_parse(strdup(text), strlen(text), &maps) == 0);
+  kf_code_alias_t a[4];
+  /* The last mapping reaches past the text it would copy: no alias. */
+  CHECK_EQ_U64(kf_maps_code_aliases(&maps, a, 4), 1);
+  CHECK_EQ_U64(a[0].start, 0x7f6e1fe40000ULL);
+  CHECK_EQ_U64(a[0].end, 0x7f6e1ffd2000ULL);
+  CHECK_EQ_U64(a[0].target, 0xb72000ULL + (0x14c4000ULL - 0x772000ULL));
+  CHECK_EQ_U64(kf_maps_code_aliases(&maps, a, 0), 0);
+  kf_maps_free(&maps);
+
+  /* jitframes looks an alias up at its target. */
+  kf_codemap_t *m = kf_codemap_new();
+  add_named(m, 0x18c4100, 0x40, "Builtin:StringAdd_CheckNone", 0);
+  kf_jitframes_t *j = kf_jitframes_new(m, NULL);
+  kf_code_alias_t alias = {0x7f6e1fe40000ULL, 0x7f6e1ffd2000ULL, 0x18c4000};
+  kf_jitframes_alias(j, &alias, 1);
+  uint64_t ips[] = {U, 0x7f6e1fe40110ULL, 0x7f6e1fe40200ULL}, out[4];
+  CHECK(kf_jitframes_resolve(j, 5, ips, 3, NULL, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "Builtin:StringAdd_CheckNone_[j]");
+  CHECK_EQ_U64(out[2], 0x7f6e1fe40200ULL); /* nothing at its target */
+  /* A garbage return address shaped like a token never passes for one. */
+  uint64_t odd[] = {U, out[1] + 1};
+  CHECK(kf_jitframes_resolve(j, 5, odd, 2, NULL, out) == 2);
+  CHECK_EQ_U64(out[1], 0);
+  kf_jitframes_free(j);
+  kf_codemap_free(m);
+}
+
+static const kftest_case_t cases[] = {
+    {"userstack: reads only inside the copy", words_in_bounds},
+    {"userstack: frames follow the kernel's callchain", frames_follow_the_callchain},
+    {"v8frames: layouts by V8 version", layouts_by_version},
+    {"v8frames: the BytecodeArray slot of a JS frame", bytecode_slot},
+    {"jitframes: interpreter frames named from their bytecode", interpreted_frames_named},
+    {"jitframes: the running function put back under a leaf", running_function_put_back},
+    {"procmaps: V8's remapped builtins looked up at their first address", aliases_of_remapped_code},
+    {NULL, NULL},
+};
+
+int main(int argc, char **argv) { return kftest_main(cases, argc, argv); }
