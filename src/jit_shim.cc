@@ -37,13 +37,18 @@ void OnCodeEvent(const v8::JitCodeEvent* event) {
 extern "C" uintptr_t kf_jit_shim_arm(void) {
   v8::Isolate* isolate = v8::Isolate::GetCurrent();
   if (isolate == nullptr) return 0;
+  uintptr_t id = reinterpret_cast<uintptr_t>(isolate);
+  // A second copy of the addon in this isolate (a worker that requires
+  // kflame and is also armed through the inspector) shares the handler.
+  if (kf_jithook_retain(id) > 1) return id;
   enumerating = true;
   isolate->SetJitCodeEventHandler(v8::kJitCodeEventEnumExisting, OnCodeEvent);
   enumerating = false;
-  return reinterpret_cast<uintptr_t>(isolate);
+  return id;
 }
 
 extern "C" void kf_jit_shim_disarm(uintptr_t isolate) {
+  if (kf_jithook_release(isolate) > 0) return;
   reinterpret_cast<v8::Isolate*>(isolate)->SetJitCodeEventHandler(
       v8::kJitCodeEventDefault, nullptr);
   kf_jithook_forget(isolate);

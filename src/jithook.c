@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include "clock.h"
 #include "jitname.h"
@@ -45,5 +46,40 @@ void kf_jithook_forget(uintptr_t isolate) {
   kf_codemap_t *m = kf_jithook_map();
   if (m) kf_codemap_drop_owner(m, isolate, kf_now_ns());
 }
+
+/* Isolates armed, with how many copies of the addon armed each: few (the
+ * main thread and the workers alive), so a list. */
+typedef struct armed {
+  uintptr_t isolate;
+  int count;
+  struct armed *next;
+} armed_t;
+
+static armed_t *armed_list;
+static pthread_mutex_t armed_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int adjust(uintptr_t isolate, int delta) {
+  pthread_mutex_lock(&armed_lock);
+  armed_t **at = &armed_list;
+  while (*at && (*at)->isolate != isolate) at = &(*at)->next;
+  if (!*at && delta > 0 && (*at = calloc(1, sizeof(armed_t))))
+    (*at)->isolate = isolate;
+  int count = 0;
+  if (*at) {
+    count = (*at)->count += delta;
+    if (count <= 0) {
+      armed_t *gone = *at;
+      *at = gone->next;
+      free(gone);
+      count = 0;
+    }
+  }
+  pthread_mutex_unlock(&armed_lock);
+  /* Out of memory: counted as the only copy, as before the count existed. */
+  return delta > 0 && count == 0 ? 1 : count;
+}
+
+int kf_jithook_retain(uintptr_t isolate) { return adjust(isolate, 1); }
+int kf_jithook_release(uintptr_t isolate) { return adjust(isolate, -1); }
 
 uint64_t kf_jithook_dropped(void) { return atomic_load(&dropped); }

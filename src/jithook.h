@@ -34,13 +34,21 @@ void kf_jithook_moved(uintptr_t from, uintptr_t to);
 /* The isolate went away: its code is dead. */
 void kf_jithook_forget(uintptr_t isolate);
 
+/* How many copies of the addon armed `isolate`: retain counts one more
+ * and returns the new count, release one fewer (the handler goes when it
+ * reaches 0). Called on the isolate's thread. */
+int kf_jithook_retain(uintptr_t isolate);
+int kf_jithook_release(uintptr_t isolate);
+
 /* Events dropped for lack of memory. */
 uint64_t kf_jithook_dropped(void);
 
 /* In jit_shim.cc. Both run on the isolate's own JS thread.
  * arm: installs the handler on the current isolate and reports the code
- * that already exists; returns the isolate, or 0 when there is none.
- * disarm: removes it and forgets the isolate's code. */
+ * that already exists (once per isolate however many copies of the addon
+ * arm it); returns the isolate, or 0 when there is none.
+ * disarm: when the last copy disarms, removes it and forgets the isolate's
+ * code. */
 uintptr_t kf_jit_shim_arm(void);
 void kf_jit_shim_disarm(uintptr_t isolate);
 /* V8's version string ("11.3.244.8-node.33"). Any thread. */

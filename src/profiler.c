@@ -2,6 +2,7 @@
 #include "profiler.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -158,11 +159,26 @@ static const char *start_routine(kf_symbolizer_t *sym, const kf_stack_t *st) {
   return NULL;
 }
 
+/* The main thread's comm now, for a profile in which it has no sample
+ * (it waited while workers ran): the comm threads inherit from it. */
+static const char *read_main_comm(char buf[16]) {
+  memset(buf, 0, 16);
+  int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC); /* the leader's */
+  if (fd < 0) return NULL;
+  ssize_t len = read(fd, buf, 15);
+  close(fd);
+  if (len <= 0) return NULL;
+  if (buf[len - 1] == '\n') buf[len - 1] = '\0';
+  return buf;
+}
+
 static int make_roots(kf_profiler_t *p, const kf_stacks_t *stacks,
                       fold_ctx_t *ctx) {
   size_t n = kf_stacks_count(stacks);
   uint32_t pid = (uint32_t)getpid();
+  char main_buf[16];
   const char *main_comm = kf_collector_comm(p->collector, pid);
+  if (!main_comm) main_comm = read_main_comm(main_buf);
   ctx->roots = calloc(n ? n : 1, sizeof(root_t));
   if (!ctx->roots) return -ENOMEM;
   for (size_t i = 0; i < n; i++) {

@@ -1,0 +1,663 @@
+'use strict'
+
+// How true kflame's picture of the main thread's JavaScript is, held against
+// V8's own CPU profiler (`node --cpu-prof`), on real third-party code: the
+// devDependencies acorn, marked and typescript. V8's profiler is the reference
+// because it knows what kflame has to infer: every JS frame by its function,
+// interpreted or not, and inlined functions as frames of their own (V8 reads
+// its inlining positions; kflame, walking machine frames, does not yet).
+//
+// Workloads, each run on the main thread for --seconds of its CPU time (3.5 s
+// by default; measured from /proc/thread-self/schedstat, so a busy machine
+// stretches the wall time, not the work):
+//   acorn       acorn.parse(typescript.js, { ecmaVersion: 'latest' }): a 9 MB
+//               file, deep recursive descent, a big AST (much GC)
+//   marked      marked.parse() of a generated ~1.5 MB markdown document
+//               (headings, paragraphs with emphasis, links and code spans,
+//               nested and task lists, fenced code, tables, quotes)
+//   typescript  ts.transpileModule() of a generated ~250 KB TypeScript source
+//               (interfaces, generics, enums, classes with accessors and
+//               parameter properties, async methods, namespaces) to ES2015
+// Every input is generated from a fixed seed: the same on every run.
+//
+// Each trial is a fresh process; the sides alternate within a round:
+//   v8        node --cpu-prof --cpu-prof-interval 1000 (1 ms, ~1000 Hz of
+//             wall time); kflame is not loaded. The .cpuprofile covers the
+//             whole run: only samples inside the work's window count (V8
+//             stamps samples on CLOCK_MONOTONIC, as process.hrtime).
+//   kflame    the library loads, then kflame (require, the common case),
+//             start({ hz: 999 }), the work, stop(). Library functions that ran
+//             while the library loaded, and node's own (bootstrap, module
+//             loader), were compiled before kflame turned on
+//             --interpreted-frames-native-stack.
+//   register  node -r kflame/register (KFLAME_HZ=999, KFLAME_OUT=x.folded):
+//             kflame loads before anything else; the work runs inside
+//             kflame.label() so its window can be cut out of the whole-run
+//             profile (the label frame is dropped again).
+//
+// What is compared: the main thread's JS functions, keyed
+// "name path:line:col" (1-based line and column of the function's start, as
+// kflame prints them; V8's 0-based positions + 1, its file:// URLs as paths;
+// "(anonymous)" for V8's empty names; RegExp code as "RegExp:/source/").
+// A JS frame is a function frame: builtins, bytecode handlers, kflame's
+// "(interpreted)" (a function it could not name), node's C++ callbacks
+// (V8's nodes without URL and line) are not functions here.
+//   self share of F       samples whose innermost JS function is F / counted
+//   inclusive share of F  samples with F anywhere on the stack / counted
+// Counted samples (the denominator), on each side, are the window's samples
+// of the main thread that ran JS or code called from JS, outside GC:
+//   V8      every sample but (idle), (program), (garbage collector), (root)
+//   kflame  samples with at least one named JS frame, less those inside V8's
+//           collector (a frame of Heap::CollectGarbage,
+//           Heap::PerformGarbageCollection, IncrementalMarking's steps,
+//           ...): V8 reports a sample taken in GC as (garbage collector)
+//           without its JS stack, so kflame's GC time under a JS function
+//           would otherwise count for that function's self share and V8's
+//           would not count at all.
+// So on both sides a function's self share includes the builtins, runtime
+// and C++ it calls (V8 charges them to the innermost JS frame; kflame's
+// innermost JS frame is the same function). What each side left out is
+// reported: V8's (program) is the thread with no JS stack (or one V8 could
+// not walk), kflame's "no named JS" its counterpart; the two GC shares should
+// agree if the collector frames are recognised.
+//
+// Reported per workload: the top --top (10) functions by V8's self share and
+// by V8's inclusive share (medians over the rounds, with min-max), kflame's
+// medians and the difference in points; the largest |difference| of each.
+// The inclusive ranking leaves out the frames V8 has on (nearly) every stack
+// (>= 99.5%: node's module loader and this file's driver, below the work): a
+// line of its own says how often kflame has those named. Also, for kflame:
+// counted samples with an "(interpreted)" frame, named JS frames per counted
+// sample (V8's JS frames per sample beside it: V8 has inlined functions as
+// frames too), and stats.details.interpretedNamed / interpretedUnnamed /
+// runningAdded (medians per round) where the addon reports them.
+//
+//   node bench/truth.js [--quick] [--rounds N] [--seconds S] [--hz N] [--top N]
+//     [--workloads acorn,marked,typescript] [--modes v8,kflame,register]
+//     [--node-flags "--no-turbo-inlining"] [--timeout S] [--json FILE]
+//
+// --quick is one round. --node-flags go to node on every side alike (e.g.
+// --no-turbo-inlining, to see how much of a disagreement inlining explains).
+
+const { spawnSync } = require('node:child_process')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { fileURLToPath } = require('node:url')
+
+const ROOT = path.join(__dirname, '..')
+const LABEL = 'kflame-truth-window'
+const MODES = ['v8', 'kflame', 'register']
+const MODE_NAMES = {
+  v8: 'V8 (`--cpu-prof`, 1 ms)',
+  kflame: 'kflame, required after the library',
+  register: 'kflame, `-r kflame/register`'
+}
+
+// --- the libraries and their inputs ------------------------------------------
+
+// A package of this repository's node_modules, or a clear error.
+function resolvePkg (spec) {
+  try {
+    return require.resolve(spec, { paths: [ROOT] })
+  } catch {
+    const name = spec.split('/')[0]
+    const err = new Error(`bench/truth.js: ${name} is not installed in ${path.join(ROOT, 'node_modules')} ` +
+      `(a devDependency of kflame): run \`npm install\` in ${ROOT}`)
+    err.code = 'TRUTH_MISSING_PACKAGE'
+    throw err
+  }
+}
+
+// mulberry32 (as bench/common.js), kept here: the child loads nothing but
+// the library, its input and kflame.
+function rng (seed) {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+const VOCAB = ('lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore ' +
+  'et dolore magna aliqua enim ad minim veniam quis nostrud exercitation ullamco laboris nisi aliquip ex ea ' +
+  'commodo consequat duis aute irure in reprehenderit voluptate velit esse cillum eu fugiat nulla pariatur ' +
+  'excepteur sint occaecat cupidatat non proident sunt culpa qui officia deserunt mollit anim id est laborum').split(' ')
+
+// A markdown document of about `bytes`, the same every time.
+function makeMarkdown (bytes) {
+  const rand = rng(0x6d61726b)
+  const pick = (xs) => xs[Math.floor(rand() * xs.length)]
+  const int = (n) => Math.floor(rand() * n)
+  const word = () => pick(VOCAB)
+  const inline = () => {
+    const r = rand()
+    const w = word()
+    if (r < 0.07) return `*${w}*`
+    if (r < 0.12) return `**${w} ${word()}**`
+    if (r < 0.16) return `\`${w}(${int(9)})\``
+    if (r < 0.20) return `[${w} ${word()}](https://example.com/${w}/${int(1000)} "${word()}")`
+    if (r < 0.21) return `<https://example.org/${w}>`
+    if (r < 0.23) return `_${w}_`
+    if (r < 0.24) return `~~${w}~~`
+    if (r < 0.25) return `${w}&amp;${word()}`
+    return w
+  }
+  const sentence = (n) => {
+    const ws = Array.from({ length: n }, inline)
+    ws[0] = ws[0][0].toUpperCase() + ws[0].slice(1)
+    return ws.join(' ') + '.'
+  }
+  const paragraph = () => Array.from({ length: 2 + int(5) }, () => sentence(6 + int(14))).join(' ')
+  const out = []
+  let size = 0
+  const push = (s) => { out.push(s); size += s.length + 2 }
+  for (let sec = 0; size < bytes; sec++) {
+    push(`${'#'.repeat(1 + (sec % 3))} ${sentence(3 + int(5)).slice(0, -1)} ${sec}`)
+    for (let p = 1 + int(3); p > 0; p--) push(paragraph())
+    const kind = sec % 6
+    if (kind === 0 || kind === 3) {
+      const items = []
+      for (let i = 0; i < 3 + int(6); i++) {
+        items.push(`- ${sentence(4 + int(10))}`)
+        if (rand() < 0.4) for (let j = 0; j < 1 + int(3); j++) items.push(`  - ${sentence(3 + int(6))}`)
+      }
+      push(items.join('\n'))
+    } else if (kind === 1) {
+      push(Array.from({ length: 3 + int(5) }, (_, i) => `${i + 1}. ${sentence(4 + int(8))}`).join('\n'))
+      push(Array.from({ length: 2 + int(4) }, () => `- [${rand() < 0.5 ? 'x' : ' '}] ${sentence(3 + int(5))}`).join('\n'))
+    } else if (kind === 2) {
+      const lines = Array.from({ length: 4 + int(12) }, (_, i) =>
+        `${'  '.repeat(i % 3)}const ${word()}${i} = ${word()}(${int(100)}, '${word()}') // ${word()}`)
+      push('```js\n' + lines.join('\n') + '\n```')
+    } else if (kind === 4) {
+      const cols = 3 + int(3)
+      const rows = [
+        `| ${Array.from({ length: cols }, () => word()).join(' | ')} |`,
+        `| ${Array.from({ length: cols }, (_, i) => [':---', ':---:', '---:'][i % 3]).join(' | ')} |`
+      ]
+      for (let r = 0; r < 4 + int(8); r++) rows.push(`| ${Array.from({ length: cols }, inline).join(' | ')} |`)
+      push(rows.join('\n'))
+    } else {
+      push(`> ${sentence(8 + int(10))}\n> ${sentence(5 + int(10))}\n>\n> > ${sentence(4 + int(6))}`)
+      push('---')
+    }
+  }
+  return out.join('\n\n') + '\n'
+}
+
+// A TypeScript source of about `bytes`, the same every time.
+function makeTypeScript (bytes) {
+  const rand = rng(0x7473)
+  const int = (n) => Math.floor(rand() * n)
+  const out = ['declare function fetchLike(url: string): Promise<string | undefined>;',
+    'declare const console: { log(...args: unknown[]): void };']
+  let size = 0
+  for (let i = 0; size < bytes; i++) {
+    const chunk = `
+export interface Item${i}<T extends object = {}> { id: number; name: string; tags?: readonly string[]; meta: T; [key: \`x-\${string}\`]: unknown }
+export enum Kind${i} { A = ${int(10)}, B, C = "c${i}" }
+export type Pair${i}<K, V> = { key: K; value: V } | null;
+export type Keys${i}<T> = { [P in keyof T as \`get\${Capitalize<string & P>}\`]: () => T[P] };
+export abstract class Base${i} {
+  protected constructor(public readonly id: number) {}
+  abstract area(): number;
+  describe(): string { return \`\${this.constructor.name}#\${this.id}\`; }
+}
+export class Shape${i}<T = number> extends Base${i} implements Item${i}<{ w: number }> {
+  private cache = new Map<string, number>();
+  name = "shape-${i}";
+  meta = { w: ${int(1000)} };
+  #secret = ${int(100)};
+  constructor(id: number, private readonly w: number, private h?: number) { super(id); }
+  area(): number { return this.w * (this.h ?? 1) + this.#secret; }
+  get label(): string { return \`\${this.name}:\${this.area().toFixed(2)}\`; }
+  set height(v: number) { this.h = v > 0 ? v : undefined; }
+  static create<U>(x: U, ...rest: number[]): Shape${i}<U> { return new Shape${i}<U>(rest.length, rest.reduce((a, b) => a + b, 0)); }
+  async load(url: string): Promise<number> {
+    const r = await fetchLike(url);
+    try { return r?.length ?? 0; } catch (e: unknown) { return -1; } finally { this.cache.clear(); }
+  }
+  *entries(): Generator<[string, number]> { for (const [k, v] of this.cache) yield [k, v]; }
+}
+export function map${i}<T, U>(xs: readonly T[], f: (x: T, i: number) => U): U[] {
+  const out: U[] = [];
+  for (let i = 0; i < xs.length; i++) out.push(f(xs[i], i));
+  return out;
+}
+export namespace NS${i} {
+  export const value: number = ${int(100000)};
+  export function twice(x: number): number { return x * 2; }
+  export namespace Inner { export const list = [1, 2, 3].map((n) => n * value) as const; }
+}
+const table${i}: Record<string, Kind${i}> = { a: Kind${i}.A, b: Kind${i}.B, ...{ c: Kind${i}.C } };
+let [x${i}, y${i} = ${int(50)}, ...rest${i}] = [${int(9)}, ${int(9)}, ${int(9)}, ${int(9)}];
+for (const [k, v] of Object.entries(table${i})) { if (v === Kind${i}.A && k !== "z") console.log(k as string, x${i}, y${i}, rest${i}); }
+const fn${i} = <T extends { id: number }>(o: T, { deep = false }: { deep?: boolean } = {}): T | undefined => deep ? { ...o } : o;
+`
+    out.push(chunk)
+    size += chunk.length
+  }
+  return out.join('\n')
+}
+
+// Each: load the library (before kflame, in the kflame mode), make the input,
+// and one unit of work.
+const WORKLOADS = {
+  acorn: {
+    packages: ['acorn', 'typescript/lib/typescript.js'],
+    load: () => require(resolvePkg('acorn')),
+    input: () => fs.readFileSync(resolvePkg('typescript/lib/typescript.js'), 'utf8'),
+    run: (acorn, src) => acorn.parse(src, { ecmaVersion: 'latest' }).body.length
+  },
+  marked: {
+    packages: ['marked'],
+    load: () => require(resolvePkg('marked')),
+    input: () => makeMarkdown(1.5e6),
+    run: (lib, md) => lib.marked.parse(md).length
+  },
+  typescript: {
+    packages: ['typescript'],
+    load: () => require(resolvePkg('typescript')),
+    input: () => makeTypeScript(250e3),
+    run: (ts, src) => ts.transpileModule(src, {
+      fileName: 'generated.ts',
+      compilerOptions: { target: ts.ScriptTarget.ES2015, module: ts.ModuleKind.CommonJS }
+    }).outputText.length
+  }
+}
+
+// --- the profiled process (child) -------------------------------------------
+
+const threadCpuNs = () => Number(fs.readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0])
+const hrtimeUs = () => Number(process.hrtime.bigint() / 1000n)
+
+// Runs the work until the thread has spent `seconds` of CPU time on it.
+function runWork (w, lib, input, seconds) {
+  const start = threadCpuNs()
+  const budget = seconds * 1e9
+  let iterations = 0
+  let sink = 0
+  do {
+    sink += w.run(lib, input)
+    iterations++
+  } while (threadCpuNs() - start < budget)
+  return { iterations, sink, cpuMs: (threadCpuNs() - start) / 1e6 }
+}
+
+function child (name, mode, seconds, hz, dir) {
+  const w = WORKLOADS[name]
+  const lib = w.load()
+  const input = w.input()
+  let kflame = null
+  if (mode === 'kflame') {
+    kflame = require('..')
+    kflame.start({ hz })
+  }
+  const t0 = hrtimeUs()
+  const r = mode === 'register'
+    ? require('..').label(LABEL, () => runWork(w, lib, input, seconds))
+    : runWork(w, lib, input, seconds)
+  const t1 = hrtimeUs()
+  let stats = null
+  if (kflame) {
+    const profile = kflame.stop()
+    profile.write(path.join(dir, 'kflame.folded'))
+    stats = profile.stats
+  }
+  fs.writeFileSync(path.join(dir, 'result.json'), JSON.stringify({
+    name, mode, pid: process.pid, window: [t0, t1], iterations: r.iterations, cpuMs: r.cpuMs, inputBytes: input.length, stats
+  }))
+}
+
+// --- one trial (parent) -------------------------------------------------------
+
+// The environment of a child: no kflame of an outer run (NODE_OPTIONS with
+// kflame/register, KFLAME_* variables) leaks into the sides.
+function childEnv (extra) {
+  const env = { ...process.env }
+  for (const k of Object.keys(env)) if (k.startsWith('KFLAME_')) delete env[k]
+  if (env.NODE_OPTIONS && /kflame/.test(env.NODE_OPTIONS)) delete env.NODE_OPTIONS
+  return { ...env, ...extra }
+}
+
+function trial (name, mode, opts) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `kflame-truth-${name}-${mode}-`))
+  try {
+    const argv = [...opts.nodeFlags]
+    const extraEnv = {}
+    if (mode === 'v8') argv.push('--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-interval', '1000')
+    if (mode === 'register') {
+      argv.push('-r', path.join(ROOT, 'register.js'))
+      Object.assign(extraEnv, { KFLAME_OUT: path.join(dir, 'register.folded'), KFLAME_HZ: String(opts.hz), KFLAME_QUIET: '1' })
+    }
+    argv.push(__filename, '--child', name, mode, String(opts.seconds), String(opts.hz), dir)
+    const r = spawnSync(process.execPath, argv, {
+      cwd: dir, env: childEnv(extraEnv), encoding: 'utf8', timeout: opts.timeoutS * 1000, killSignal: 'SIGKILL', maxBuffer: 64 << 20
+    })
+    const tail = () => (r.stderr || '').trim().split('\n').slice(-5).join('\n')
+    if (r.error && r.error.code === 'ETIMEDOUT') throw new Error(`${name}/${mode}: the child ran past --timeout ${opts.timeoutS} s and was killed`)
+    if (r.error) throw new Error(`${name}/${mode}: ${r.error.message}`)
+    if (r.status !== 0) throw new Error(`${name}/${mode}: the child exited ${r.status ?? r.signal}:\n${tail()}`)
+    const res = JSON.parse(fs.readFileSync(path.join(dir, 'result.json'), 'utf8'))
+    let side
+    if (mode === 'v8') {
+      const file = fs.readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))
+      if (!file) throw new Error(`${name}/v8: node --cpu-prof wrote no .cpuprofile in ${dir}`)
+      side = fromCpuprofile(JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')), res.window)
+    } else {
+      const file = path.join(dir, mode === 'kflame' ? 'kflame.folded' : 'register.folded')
+      if (!fs.existsSync(file)) throw new Error(`${name}/${mode}: no folded profile written:\n${tail()}`)
+      side = fromFolded(fs.readFileSync(file, 'utf8'), mode === 'register' ? LABEL : null)
+    }
+    return { ...side, iterations: res.iterations, cpuMs: res.cpuMs, inputBytes: res.inputBytes, stats: res.stats }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+// --- reading the two sides into one shape --------------------------------------
+//
+// Each side becomes { total, excluded: {..}, counted, self: Map(key -> n),
+// incl: Map(key -> n), jsFrames, interpretedSamples }: `total` the window's
+// samples of the main thread, `jsFrames` the sum over counted samples of
+// their JS function frames.
+
+function emptySide () {
+  return { total: 0, excluded: {}, counted: 0, self: new Map(), incl: new Map(), jsFrames: 0, interpretedSamples: 0 }
+}
+
+const bump = (m, k, n) => m.set(k, (m.get(k) || 0) + n)
+const exclude = (side, why, n) => { side.excluded[why] = (side.excluded[why] || 0) + n }
+
+// One counted sample (or `n` alike): its JS function keys, outermost first.
+function countStack (side, keys, n, interpreted) {
+  side.counted += n
+  side.jsFrames += n * keys.length
+  if (interpreted) side.interpretedSamples += n
+  if (!keys.length) return
+  bump(side.self, keys[keys.length - 1], n)
+  for (const k of new Set(keys)) bump(side.incl, k, n)
+}
+
+const V8_SPECIAL = { '(idle)': 'idle', '(program)': 'program', '(garbage collector)': 'gc', '(root)': 'root' }
+
+// V8's key of a call frame, or null for what is not a JS function: its own
+// nodes and node's C++ callbacks (no URL, no line).
+function v8Key (f) {
+  if (f.functionName.startsWith('RegExp: ')) return `RegExp:/${f.functionName.slice(8)}/`
+  if (!f.url && f.lineNumber < 0) return null
+  let file = f.url
+  if (file.startsWith('file://')) { try { file = fileURLToPath(file) } catch {} }
+  return `${f.functionName || '(anonymous)'} ${file}:${f.lineNumber + 1}:${f.columnNumber + 1}`
+}
+
+function fromCpuprofile (profile, [fromUs, toUs]) {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]))
+  const parent = new Map()
+  for (const n of profile.nodes) for (const c of n.children || []) parent.set(c, n.id)
+  const counts = new Map()
+  let t = profile.startTime
+  for (let i = 0; i < profile.samples.length; i++) {
+    t += profile.timeDeltas[i]
+    if (t >= fromUs && t <= toUs) bump(counts, profile.samples[i], 1)
+  }
+  const side = emptySide()
+  for (const [id, n] of counts) {
+    side.total += n
+    const node = byId.get(id)
+    const special = V8_SPECIAL[node.callFrame.functionName]
+    if (special && !node.callFrame.url) { exclude(side, special, n); continue }
+    const keys = []
+    for (let x = node; x; x = byId.get(parent.get(x.id))) {
+      const k = v8Key(x.callFrame)
+      if (k) keys.push(k)
+    }
+    countStack(side, keys.reverse(), n, false)
+  }
+  return side
+}
+
+// kflame's JS function frame "name path:line:col_[j]" (a V8 tier marker
+// ~^+* in front when profiled with tiers) as its key; RegExp code as
+// "RegExp:/source/"; else null.
+function kflameKey (f) {
+  if (!f.endsWith('_[j]')) return null
+  const s = f.slice(0, -4)
+  if (s.startsWith('RegExp:/')) return s
+  if (/^(Builtin|BytecodeHandler):/.test(s) || s === '(interpreted)' || s === '[jit]') return null
+  if (!/ \S*:\d+:\d+$/.test(s)) return null
+  return s.replace(/^[~^+*]/, '')
+}
+
+// V8's collector on the main thread: what V8 reports as (garbage collector).
+const GC_FRAME = /^v8::internal::(Heap::(CollectGarbage|CollectAllGarbage|CollectAllAvailableGarbage|PerformGarbageCollection|Scavenge|MarkCompact|MinorMarkCompact|FinalizeIncrementalMarkingAtomically)|ScavengerCollector::|MarkCompactCollector::|MinorMarkCompactCollector::|IncrementalMarking::(Step|AdvanceOnAllocation|AdvanceAndFinalizeIfComplete|Advance\b))/
+
+function fromFolded (text, label) {
+  const side = emptySide()
+  for (const line of text.split('\n')) {
+    const sp = line.lastIndexOf(' ')
+    if (sp <= 0) continue
+    const n = Number(line.slice(sp + 1))
+    const frames = line.slice(0, sp).split(';')
+    if (frames[0] !== 'main') continue
+    if (label) {
+      if (frames[1] !== label) continue
+      frames.splice(1, 1)
+    }
+    side.total += n
+    const keys = []
+    let gc = false
+    let interpreted = false
+    for (let i = 1; i < frames.length; i++) {
+      const k = kflameKey(frames[i])
+      if (k) keys.push(k)
+      else if (frames[i] === '(interpreted)_[j]') interpreted = true
+      else if (GC_FRAME.test(frames[i])) gc = true
+    }
+    if (!keys.length) { exclude(side, 'noJs', n); continue }
+    if (gc) { exclude(side, 'gc', n); continue }
+    countStack(side, keys, n, interpreted)
+  }
+  return side
+}
+
+// --- measures ------------------------------------------------------------------
+
+const median = (xs) => {
+  const s = xs.filter((x) => x !== null && x !== undefined).sort((a, b) => a - b)
+  if (!s.length) return null
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
+}
+const pct = (n, d) => d ? 100 * n / d : 0
+
+// Per function: its share (%) in every round of a side, medians and spread.
+function shareOf (sides, kind, key) {
+  const xs = sides.map((s) => pct(s[kind].get(key) || 0, s.counted))
+  return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs), rounds: xs }
+}
+
+function compareWorkload (name, trials, modes, top) {
+  const by = (mode) => trials.filter((t) => t.mode === mode).map((t) => t.side)
+  const v8 = by('v8')
+  const others = modes.filter((m) => m !== 'v8')
+  const keysOf = (kind) => {
+    const keys = new Set()
+    for (const s of v8) for (const k of s[kind].keys()) keys.add(k)
+    return [...keys]
+  }
+  const rank = (kind, skip) => keysOf(kind)
+    .map((key) => ({ key, v8: shareOf(v8, kind, key) }))
+    .filter((r) => !skip || !skip(r))
+    .sort((a, b) => b.v8.median - a.v8.median || (a.key < b.key ? -1 : 1))
+  const withOthers = (kind, rows) => rows.map((r) => {
+    const row = { key: r.key, v8: r.v8 }
+    for (const m of others) {
+      const s = shareOf(by(m), kind, r.key)
+      row[m] = s
+      row[`${m}Diff`] = s.median - r.v8.median
+    }
+    return row
+  })
+  const ALWAYS = 99.5
+  const self = withOthers('self', rank('self').slice(0, top))
+  const inclAll = rank('incl')
+  const always = withOthers('incl', inclAll.filter((r) => r.v8.median >= ALWAYS))
+  const incl = withOthers('incl', inclAll.filter((r) => r.v8.median < ALWAYS).slice(0, top))
+
+  const sideSummary = (mode) => {
+    const ss = by(mode)
+    const exc = (why) => median(ss.map((s) => pct(s.excluded[why] || 0, s.total)))
+    const maxAbs = (rows) => rows.length ? Math.max(...rows.map((r) => Math.abs(r[`${mode}Diff`]))) : null
+    const details = (f) => median(trials.filter((t) => t.mode === mode).map((t) => t.stats && t.stats.details ? t.stats.details[f] ?? null : null))
+    return {
+      mode,
+      rounds: ss.length,
+      samplesPerRound: median(ss.map((s) => s.total)),
+      countedPerRound: median(ss.map((s) => s.counted)),
+      iterationsPerRound: median(trials.filter((t) => t.mode === mode).map((t) => t.iterations)),
+      excluded: mode === 'v8'
+        ? { program: exc('program'), gc: exc('gc'), idle: exc('idle'), root: exc('root') }
+        : { noJs: exc('noJs'), gc: exc('gc') },
+      jsFramesPerSample: median(ss.map((s) => s.counted ? s.jsFrames / s.counted : null)),
+      interpretedShare: mode === 'v8' ? null : median(ss.map((s) => pct(s.interpretedSamples, s.counted))),
+      maxAbsDiffSelf: mode === 'v8' ? null : maxAbs(self),
+      maxAbsDiffIncl: mode === 'v8' ? null : maxAbs(incl),
+      alwaysOnStack: mode === 'v8' ? null : { frames: always.length, minShare: always.length ? Math.min(...always.map((r) => r[mode].median)) : null, medianShare: median(always.map((r) => r[mode].median)) },
+      interpretedNamed: details('interpretedNamed'),
+      interpretedUnnamed: details('interpretedUnnamed'),
+      runningAdded: details('runningAdded')
+    }
+  }
+  return { name, summary: modes.map(sideSummary), self, incl, always }
+}
+
+// --- tables ----------------------------------------------------------------------
+
+const f1 = (x) => x === null || x === undefined ? '-' : x.toFixed(1)
+const sgn = (x) => x === null || x === undefined ? '-' : `${x >= 0 ? '+' : ''}${x.toFixed(1)}`
+const mdEscape = (s) => s.replace(/\|/g, '\\|')
+
+// "pp$8.parseStatement acorn.js:1015" (the column only in the JSON).
+function shortKey (key) {
+  if (key.startsWith('RegExp:/')) return mdEscape(key.length > 40 ? key.slice(0, 38) + '…/' : key)
+  const m = /^(.*) (\S*):(\d+):(\d+)$/.exec(key)
+  if (!m) return mdEscape(key)
+  const file = m[2].startsWith('node:') ? m[2] : path.basename(m[2])
+  return mdEscape(`${m[1]} ${file}:${m[3]}`)
+}
+
+const spread = (s) => s.rounds.length > 1 ? `${f1(s.median)} (${f1(s.min)}-${f1(s.max)})` : f1(s.median)
+
+function functionTable (rows, modes, what) {
+  const others = modes.filter((m) => m !== 'v8')
+  const out = [
+    `| ${what} | V8 % | ${others.map((m) => `${MODE_NAMES[m]} % | diff (pts)`).join(' | ')} |`,
+    `| --- | --- | ${others.map(() => '--- | ---').join(' | ')} |`
+  ]
+  for (const r of rows) out.push(`| ${shortKey(r.key)} | ${spread(r.v8)} | ${others.map((m) => `${spread(r[m])} | ${sgn(r[`${m}Diff`])}`).join(' | ')} |`)
+  return out
+}
+
+// The markdown tables, shared with bench/table.js.
+function formatTables (r) {
+  const out = []
+  out.push('| workload | side | samples per round (counted) | left out: V8 (program) / GC / idle, kflame no named JS / GC | max \\|diff\\| self, inclusive (pts) | frames V8 has on every stack: kflame\'s share, min / median | JS frames per counted sample | counted samples with `(interpreted)` | interpretedNamed / interpretedUnnamed / runningAdded per round |')
+  out.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- |')
+  for (const w of r.workloads) {
+    for (const s of w.summary) {
+      const e = s.excluded
+      const left = s.mode === 'v8' ? `${f1(e.program)}% / ${f1(e.gc)}% / ${f1(e.idle)}%` : `${f1(e.noJs)}% / ${f1(e.gc)}%`
+      const det = s.interpretedNamed === null && s.interpretedUnnamed === null ? '-'
+        : `${s.interpretedNamed ?? '-'} / ${s.interpretedUnnamed ?? '-'} / ${s.runningAdded ?? '-'}`
+      out.push(`| ${w.name} | ${MODE_NAMES[s.mode]} | ${s.samplesPerRound} (${s.countedPerRound}) | ${left} | ` +
+        `${s.mode === 'v8' ? '-' : `${f1(s.maxAbsDiffSelf)}, ${f1(s.maxAbsDiffIncl)}`} | ` +
+        `${s.alwaysOnStack ? `${f1(s.alwaysOnStack.minShare)}% / ${f1(s.alwaysOnStack.medianShare)}% of ${s.alwaysOnStack.frames}` : `${w.always.length} frames`} | ` +
+        `${f1(s.jsFramesPerSample)} | ${s.interpretedShare === null ? '-' : `${f1(s.interpretedShare)}%`} | ${det} |`)
+    }
+  }
+  for (const w of r.workloads) {
+    out.push('', `*${w.name}*: top ${w.self.length} by V8's self share (median of ${r.rounds}${r.rounds > 1 ? ', min-max' : ''}):`, '')
+    out.push(...functionTable(w.self, r.modes, 'function (self)'))
+    out.push('', `*${w.name}*: top ${w.incl.length} by V8's inclusive share, less the ${w.always.length} frames V8 has on >= 99.5% of samples:`, '')
+    out.push(...functionTable(w.incl, r.modes, 'function (inclusive)'))
+  }
+  return out
+}
+
+// --- main -------------------------------------------------------------------------
+
+function main () {
+  const args = process.argv.slice(2)
+  if (args[0] === '--child') {
+    child(args[1], args[2], Number(args[3]), Number(args[4]), args[5])
+    return
+  }
+  const { machineNotes, machineLine, writeResults, option } = require('./common')
+  const quick = args.includes('--quick')
+  const opts = {
+    rounds: Number(option(args, '--rounds')) || (quick ? 1 : 3),
+    seconds: Number(option(args, '--seconds')) || 3.5,
+    hz: Number(option(args, '--hz')) || 999,
+    top: Number(option(args, '--top')) || 10,
+    timeoutS: Number(option(args, '--timeout')) || 180,
+    nodeFlags: (option(args, '--node-flags') || '').split(/\s+/).filter(Boolean)
+  }
+  const names = (option(args, '--workloads') || Object.keys(WORKLOADS).join(',')).split(',')
+  const modes = (option(args, '--modes') || MODES.join(',')).split(',')
+  for (const n of names) if (!WORKLOADS[n]) { console.error(`bench/truth.js: no workload ${n}; one of ${Object.keys(WORKLOADS).join(', ')}`); process.exit(2) }
+  for (const m of modes) if (!MODES.includes(m)) { console.error(`bench/truth.js: no mode ${m}; one of ${MODES.join(', ')}`); process.exit(2) }
+  if (!modes.includes('v8') || modes.length < 2) { console.error('bench/truth.js: --modes needs v8 and at least one kflame side'); process.exit(2) }
+  try {
+    for (const n of names) for (const p of WORKLOADS[n].packages) resolvePkg(p)
+  } catch (err) {
+    console.error(err.message)
+    process.exit(1)
+  }
+  const machine = machineNotes()
+  const versions = Object.fromEntries(['acorn', 'marked', 'typescript'].map((p) => {
+    try { return [p, JSON.parse(fs.readFileSync(resolvePkg(`${p}/package.json`), 'utf8')).version] } catch { return [p, null] }
+  }))
+
+  const trials = []
+  for (let round = 0; round < opts.rounds; round++) {
+    for (const name of names) {
+      // Alternate which side goes first from round to round.
+      const order = round % 2 ? [...modes].reverse() : modes
+      for (const mode of order) {
+        const t = trial(name, mode, opts)
+        trials.push({ name, mode, round, side: t, iterations: t.iterations, cpuMs: t.cpuMs, inputBytes: t.inputBytes, stats: t.stats })
+        console.error(`  round ${round + 1}/${opts.rounds} ${name} ${mode}: ${t.iterations} iterations, ${Math.round(t.cpuMs)} ms CPU, ` +
+          `${t.total} main-thread samples, ${t.counted} counted`)
+      }
+    }
+  }
+
+  const workloads = names.map((name) => compareWorkload(name, trials.filter((t) => t.name === name), modes, opts.top))
+  const result = {
+    quick,
+    rounds: opts.rounds,
+    seconds: opts.seconds,
+    hz: opts.hz,
+    nodeFlags: opts.nodeFlags,
+    modes,
+    versions,
+    inputs: Object.fromEntries(names.map((n) => [n, trials.find((t) => t.name === n).inputBytes])),
+    workloads,
+    trials: trials.map(({ side, ...rest }) => ({
+      ...rest, samples: side.total, counted: side.counted, excluded: side.excluded, stats: rest.stats ? { samples: rest.stats.samples, lost: rest.stats.lost, details: rest.stats.details } : null
+    }))
+  }
+  console.log(`truth: ${opts.rounds} round${opts.rounds > 1 ? 's' : ''} of ${opts.seconds} s CPU per side and workload at ${opts.hz} Hz` +
+    `${opts.nodeFlags.length ? `, node ${opts.nodeFlags.join(' ')}` : ''}; acorn ${versions.acorn}, marked ${versions.marked}, typescript ${versions.typescript}; ${machineLine(machine)}`)
+  console.log(formatTables(result).join('\n'))
+  const jsonOut = option(args, '--json')
+  if (jsonOut) writeResults(jsonOut, machine, result)
+}
+
+module.exports = { formatTables }
+
+if (require.main === module) main()

@@ -1,0 +1,112 @@
+'use strict'
+
+// JS stacks as V8's own profiler sees them, from the sample's stack copy
+// (stackBytes): interpreted functions compiled before kflame loaded are
+// named from their BytecodeArray, not "(interpreted)"; the function under a
+// frameless bytecode handler or builtin is put back; workers that never
+// load kflame get their JS named.
+
+const t = require('tap')
+const path = require('node:path')
+const { Worker } = require('node:worker_threads')
+const kflame = require('..')
+const { parseFolded, total, runFixture } = require('./helpers')
+
+const has = (re) => (s) => s.frames.some((f) => re.test(f))
+const INTERP = ['--no-opt', '--no-sparkplug', '--no-maglev']
+const onMain = (stacks) => stacks.filter((s) => s.frames[0] === 'main')
+const fixture = (name, line, col) => new RegExp(`^[~^+*]?${name} .*early-functions\\.js:${line}:${col}_\\[j\\]$`)
+
+t.test('functions compiled before kflame loaded are named, not (interpreted)', async (t) => {
+  const r = runFixture('early-functions.js', INTERP)
+  const main = onMain(r.stacks)
+  const js = main.filter(has(/_\[j\]$/))
+  t.ok(total(js) > 300, `enough samples (${total(js)})`)
+  t.equal(total(js, has(/^\(interpreted\)_\[j\]$/)), 0, 'no (interpreted) frame')
+  const script = fixture('\\(anonymous\\)', 1, 1)
+  t.ok(total(js, has(script)) >= 0.95 * total(js), `the main script's frame in ${total(js, has(script))} of ${total(js)}`)
+  const leaf = fixture('leafWork', 8, 19)
+  const middle = fixture('middleWork', 9, 21)
+  const outer = fixture('outerWork', 10, 20)
+  const inLeaf = js.filter(has(leaf))
+  t.ok(total(inLeaf) > 0.5 * total(js), `leafWork in ${total(inLeaf)} of ${total(js)}`)
+  t.equal(total(inLeaf, (s) => has(middle)(s) && has(outer)(s)), total(inLeaf),
+    'every leafWork stack goes through middleWork and outerWork')
+  const d = r.stats.details
+  t.ok(d.interpretedNamed > 0 && d.stackCopies > 0 && d.v8Layout, `stats: ${d.interpretedNamed} named from the stack`)
+  t.ok(d.runningAdded > 0, `${d.runningAdded} running functions put back under a bytecode handler`)
+})
+
+t.test('the running function is the leaf-most JS frame', async (t) => {
+  // Phase functions (fnA*, fnB*) are called in a loop by runFor; among the
+  // samples that stop in JIT code (builtins, handlers, JS) during a phase,
+  // the phase function must be the leaf-most JS frame: the rest is runFor's
+  // own call sequence. Before the stack copy this was about 40%.
+  const r = runFixture('code-reuse.js', ['--expose-gc'])
+  const isJs = (f) => f.endsWith('_[j]') && !/^(Builtin:|BytecodeHandler:|RegExp:|\(interpreted\)|\[jit\])/.test(f)
+  for (const phase of ['A', 'B']) {
+    const inPhase = r.stacks.filter((s) => has(new RegExp(`^phase${phase} `))(s) && !has(/^compile /)(s) &&
+      s.frames[s.frames.length - 1].endsWith('_[j]'))
+    const own = total(inPhase, (s) => {
+      const js = s.frames.filter(isJs)
+      return new RegExp(`^fn${phase}\\d+ `).test(js[js.length - 1])
+    })
+    t.ok(total(inPhase) > 50, `phase ${phase}: ${total(inPhase)} samples in JIT code`)
+    t.ok(own >= 0.9 * total(inPhase), `phase ${phase}: its function is leaf-most in ${own} of ${total(inPhase)}`)
+  }
+  t.ok(r.stats.details.runningAdded > 0)
+})
+
+t.test('stackBytes: 0 reads no stack, and bad values are refused', async (t) => {
+  kflame.start({ hz: 999, stackBytes: 0 })
+  const end = performance.now() + 50
+  while (performance.now() < end) JSON.stringify({ a: [1, 2, 3] })
+  const d = kflame.stop().stats.details
+  t.equal(d.stackBytes, 0)
+  t.equal(d.stackCopies, 0)
+  t.equal(d.interpretedNamed + d.runningAdded, 0)
+  for (const bad of [-8, 12, 32, 60008, 1.5]) {
+    t.throws(() => kflame.start({ stackBytes: bad }), { code: /KFLAME_ERR_(INVALID_ARG|OUT_OF_RANGE)/ }, String(bad))
+  }
+  t.throws(() => kflame.start({ stackBytes: '8192' }), { code: 'KFLAME_ERR_INVALID_ARG' })
+  t.notOk(kflame.isRunning())
+})
+
+t.test('a worker that never loads kflame gets its JS named', async (t) => {
+  kflame.start({ hz: 999 })
+  await new Promise((resolve, reject) => {
+    const w = new Worker(`
+      function poolHot (n) { let s = 0; for (let i = 0; i < n; i++) s = (s * 31 + i) % 1000003; return s }
+      const end = Date.now() + 1000
+      let x = 0
+      while (Date.now() < end) x += poolHot(100000)
+    `, { eval: true })
+    w.on('error', reject)
+    w.on('exit', resolve)
+  })
+  const p = kflame.stop()
+  const worker = parseFolded(p.folded).filter((s) => /^worker-thread-\d+$/.test(s.frames[0]))
+  const inScript = worker.filter(has(/^\(anonymous\) \[worker eval\]:1:1_\[j\]$/))
+  const hot = total(inScript, has(/^poolHot \[worker eval\]:2:\d+_\[j\]$/))
+  t.ok(total(inScript) > 300, `the worker's script named in ${total(inScript)} of ${total(worker)} samples`)
+  t.ok(hot >= 0.95 * total(inScript), `poolHot named in ${hot} of ${total(inScript)}`)
+  t.ok(p.stats.details.workersArmed >= 1, `${p.stats.details.workersArmed} worker(s) armed`)
+  t.equal(p.stats.details.workersFailed, 0)
+})
+
+t.test('require(kflame) in the worker too: armed once, named', async (t) => {
+  kflame.start({ hz: 499 })
+  await new Promise((resolve, reject) => {
+    const w = new Worker(`
+      require(${JSON.stringify(path.join(__dirname, '..'))})
+      function both () { let s = 0; for (let i = 0; i < 1e5; i++) s += Math.sqrt(i); return s }
+      const end = Date.now() + 300
+      while (Date.now() < end) both()
+    `, { eval: true })
+    w.on('error', reject)
+    w.on('exit', resolve)
+  })
+  const stacks = parseFolded(kflame.stop().folded).filter((s) => /^worker-thread-\d+$/.test(s.frames[0]))
+  const named = total(stacks, has(/^both \[worker eval\]:\d+:\d+_\[j\]$/))
+  t.ok(named > 50, `named in ${named} of ${total(stacks)}`)
+})
