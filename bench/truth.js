@@ -15,7 +15,7 @@
 //   marked      marked.parse() of a generated ~1.5 MB markdown document
 //               (headings, paragraphs with emphasis, links and code spans,
 //               nested and task lists, fenced code, tables, quotes)
-//   typescript  ts.transpileModule() of a generated ~250 KB TypeScript source
+//   typescript  ts.transpileModule() of a generated ~150 KB TypeScript source
 //               (interfaces, generics, enums, classes with accessors and
 //               parameter properties, async methods, namespaces) to ES2015
 // Every input is generated from a fixed seed: the same on every run.
@@ -262,7 +262,7 @@ const WORKLOADS = {
   typescript: {
     packages: ['typescript'],
     load: () => require(resolvePkg('typescript')),
-    input: () => makeTypeScript(250e3),
+    input: () => makeTypeScript(150e3),
     run: (ts, src) => ts.transpileModule(src, {
       fileName: 'generated.ts',
       compilerOptions: { target: ts.ScriptTarget.ES2015, module: ts.ModuleKind.CommonJS }

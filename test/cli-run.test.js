@@ -17,9 +17,9 @@ const BURN = 'kflameFixtureBurn'
 const node = process.execPath
 
 t.test('NODE_OPTIONS: the user\'s kept, the register path quoted when it must be', async (t) => {
-  t.equal(nodeOptionsWith(undefined, '/a/register.js'), '--require=/a/register.js')
-  t.equal(nodeOptionsWith('  ', '/a/register.js'), '--require=/a/register.js')
-  t.equal(nodeOptionsWith('--max-old-space-size=100', '/a/register.js'), '--max-old-space-size=100 --require=/a/register.js')
+  t.equal(nodeOptionsWith(undefined, '/a/register.js'), '--interpreted-frames-native-stack --require=/a/register.js')
+  t.equal(nodeOptionsWith('  ', '/a/register.js'), '--interpreted-frames-native-stack --require=/a/register.js')
+  t.equal(nodeOptionsWith('--max-old-space-size=100', '/a/register.js'), '--max-old-space-size=100 --interpreted-frames-native-stack --require=/a/register.js')
   t.equal(quoteNodeOption('/my dir/register.js'), '"/my dir/register.js"')
   t.equal(quoteNodeOption('/a"b\\c'), '"/a\\"b\\\\c"')
 

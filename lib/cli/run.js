@@ -32,9 +32,12 @@ function quoteNodeOption (value) {
   return /[\s"\\]/.test(value) ? `"${value.replace(/[\\"]/g, '\\$&')}"` : value
 }
 
-// The user's NODE_OPTIONS, kept, with register.js required.
+// The user's NODE_OPTIONS, kept, with register.js required and V8 told
+// from the first line to give interpreted functions trampolines of their
+// own (node's bootstrap and the app's first modules too), so no frame of
+// theirs is left "(interpreted)" however deep the stack.
 function nodeOptionsWith (existing, register = REGISTER) {
-  const ours = `--require=${quoteNodeOption(register)}`
+  const ours = `--interpreted-frames-native-stack --require=${quoteNodeOption(register)}`
   return existing && existing.trim() !== '' ? `${existing} ${ours}` : ours
 }
 
