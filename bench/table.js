@@ -38,6 +38,15 @@ const BENCHES = [
     tables: (r) => require('./accuracy').formatTables(r)
   },
   {
+    file: 'truth.json',
+    title: "kflame's JS picture against V8's own profiler, on acorn, marked and typescript",
+    script: 'bench/truth.js',
+    about: (r) => `${r.quick ? 'quick run, ' : ''}${r.rounds} round${r.rounds > 1 ? 's' : ''} of ${r.seconds} s of main-thread CPU per side and workload, ` +
+      `kflame at ${r.hz} Hz against \`node --cpu-prof\` at 1 ms` + (r.nodeFlags && r.nodeFlags.length ? `, node ${r.nodeFlags.join(' ')}` : '') +
+      `; acorn ${r.versions.acorn}, marked ${r.versions.marked}, typescript ${r.versions.typescript}`,
+    tables: (r) => require('./truth').formatTables(r)
+  },
+  {
     file: 'http.json',
     title: 'An HTTP server under load',
     script: 'bench/http.js',

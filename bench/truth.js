@@ -87,6 +87,7 @@ const { fileURLToPath } = require('node:url')
 
 const ROOT = path.join(__dirname, '..')
 const LABEL = 'kflame-truth-window'
+const KFLAME_LIB = ` ${path.join(ROOT, 'lib')}${path.sep}`
 const MODES = ['v8', 'kflame', 'register']
 const MODE_NAMES = {
   v8: 'V8 (`--cpu-prof`, 1 ms)',
@@ -362,12 +363,13 @@ function trial (name, mode, opts) {
 // --- reading the two sides into one shape --------------------------------------
 //
 // Each side becomes { total, excluded: {..}, counted, self: Map(key -> n),
-// incl: Map(key -> n), jsFrames, interpretedSamples }: `total` the window's
-// samples of the main thread, `jsFrames` the sum over counted samples of
-// their JS function frames.
+// incl: Map(key -> n), callers: Map(key -> Map(caller -> n)), jsFrames,
+// interpretedSamples }: `total` the window's samples of the main thread,
+// `callers` the next JS function out from each innermost one, `jsFrames` the
+// sum over counted samples of their JS function frames.
 
 function emptySide () {
-  return { total: 0, excluded: {}, counted: 0, self: new Map(), incl: new Map(), jsFrames: 0, interpretedSamples: 0 }
+  return { total: 0, excluded: {}, counted: 0, self: new Map(), incl: new Map(), callers: new Map(), jsFrames: 0, interpretedSamples: 0 }
 }
 
 const bump = (m, k, n) => m.set(k, (m.get(k) || 0) + n)
@@ -379,8 +381,11 @@ function countStack (side, keys, n, interpreted) {
   side.jsFrames += n * keys.length
   if (interpreted) side.interpretedSamples += n
   if (!keys.length) return
-  bump(side.self, keys[keys.length - 1], n)
+  const leaf = keys[keys.length - 1]
+  bump(side.self, leaf, n)
   for (const k of new Set(keys)) bump(side.incl, k, n)
+  if (!side.callers.has(leaf)) side.callers.set(leaf, new Map())
+  bump(side.callers.get(leaf), keys.length > 1 ? keys[keys.length - 2] : '(none)', n)
 }
 
 const V8_SPECIAL = { '(idle)': 'idle', '(program)': 'program', '(garbage collector)': 'gc', '(root)': 'root' }
@@ -454,7 +459,8 @@ function fromFolded (text, label) {
     let interpreted = false
     for (let i = 1; i < frames.length; i++) {
       const k = kflameKey(frames[i])
-      if (k) keys.push(k)
+      // kflame's own JS (label() in the register side) is not the app's.
+      if (k) { if (!k.includes(KFLAME_LIB)) keys.push(k) }
       else if (frames[i] === '(interpreted)_[j]') interpreted = true
       else if (GC_FRAME.test(frames[i])) gc = true
     }
@@ -480,18 +486,33 @@ function shareOf (sides, kind, key) {
   return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs), rounds: xs }
 }
 
+// The driver: node's own JS (bootstrap, module loader) and this file, below
+// the library's frames on every stack.
+const isDriver = (key) => / node:\S*:\d+:\d+$/.test(key) || key.includes(` ${__filename}:`)
+const ALWAYS = 99.5
+
+// Half the sum of |self share differences| over all functions: the share of
+// samples the two sides give to a different innermost function (total
+// variation distance of the two self distributions), from the medians.
+function selfDistance (a, b) {
+  const keys = new Set([...a.keys(), ...b.keys()])
+  let d = 0
+  for (const k of keys) d += Math.abs((a.get(k) || 0) - (b.get(k) || 0))
+  return d / 2
+}
+
 function compareWorkload (name, trials, modes, top) {
   const by = (mode) => trials.filter((t) => t.mode === mode).map((t) => t.side)
   const v8 = by('v8')
   const others = modes.filter((m) => m !== 'v8')
-  const keysOf = (kind) => {
+  const keysOf = (sides, kind) => {
     const keys = new Set()
-    for (const s of v8) for (const k of s[kind].keys()) keys.add(k)
+    for (const s of sides) for (const k of s[kind].keys()) keys.add(k)
     return [...keys]
   }
-  const rank = (kind, skip) => keysOf(kind)
+  const rank = (kind, skip) => keysOf(v8, kind)
+    .filter((key) => !skip || !skip(key))
     .map((key) => ({ key, v8: shareOf(v8, kind, key) }))
-    .filter((r) => !skip || !skip(r))
     .sort((a, b) => b.v8.median - a.v8.median || (a.key < b.key ? -1 : 1))
   const withOthers = (kind, rows) => rows.map((r) => {
     const row = { key: r.key, v8: r.v8 }
@@ -502,11 +523,27 @@ function compareWorkload (name, trials, modes, top) {
     }
     return row
   })
-  const ALWAYS = 99.5
-  const self = withOthers('self', rank('self').slice(0, top))
-  const inclAll = rank('incl')
-  const always = withOthers('incl', inclAll.filter((r) => r.v8.median >= ALWAYS))
-  const incl = withOthers('incl', inclAll.filter((r) => r.v8.median < ALWAYS).slice(0, top))
+  // The caller V8 sees under each top self function (its share of the
+  // function's self samples, pooled): where a profiler that does not split
+  // inlined frames puts that time.
+  const self = withOthers('self', rank('self').slice(0, top)).map((r) => {
+    let all = 0
+    const callers = new Map()
+    for (const s of v8) {
+      for (const [c, n] of s.callers.get(r.key) || []) { bump(callers, c, n); all += n }
+    }
+    const [caller, n] = [...callers].sort((a, b) => b[1] - a[1])[0] || [null, 0]
+    return { ...r, v8Caller: caller ? { key: caller, share: pct(n, all) } : null }
+  })
+  const incl = withOthers('incl', rank('incl', isDriver).slice(0, top))
+  const driver = withOthers('incl', rank('incl', (k) => !isDriver(k)).filter((r) => r.v8.median >= ALWAYS))
+
+  const medianMap = (sides, kind) => {
+    const m = new Map()
+    for (const k of keysOf(sides, kind)) m.set(k, shareOf(sides, kind, k).median)
+    return m
+  }
+  const v8SelfMedians = medianMap(v8, 'self')
 
   const sideSummary = (mode) => {
     const ss = by(mode)
@@ -526,13 +563,14 @@ function compareWorkload (name, trials, modes, top) {
       interpretedShare: mode === 'v8' ? null : median(ss.map((s) => pct(s.interpretedSamples, s.counted))),
       maxAbsDiffSelf: mode === 'v8' ? null : maxAbs(self),
       maxAbsDiffIncl: mode === 'v8' ? null : maxAbs(incl),
-      alwaysOnStack: mode === 'v8' ? null : { frames: always.length, minShare: always.length ? Math.min(...always.map((r) => r[mode].median)) : null, medianShare: median(always.map((r) => r[mode].median)) },
+      selfDistance: mode === 'v8' ? null : selfDistance(v8SelfMedians, medianMap(ss, 'self')),
+      driver: mode === 'v8' ? null : { frames: driver.length, minShare: driver.length ? Math.min(...driver.map((r) => r[mode].median)) : null, medianShare: median(driver.map((r) => r[mode].median)) },
       interpretedNamed: details('interpretedNamed'),
       interpretedUnnamed: details('interpretedUnnamed'),
       runningAdded: details('runningAdded')
     }
   }
-  return { name, summary: modes.map(sideSummary), self, incl, always }
+  return { name, summary: modes.map(sideSummary), self, incl, driver }
 }
 
 // --- tables ----------------------------------------------------------------------
@@ -552,38 +590,49 @@ function shortKey (key) {
 
 const spread = (s) => s.rounds.length > 1 ? `${f1(s.median)} (${f1(s.min)}-${f1(s.max)})` : f1(s.median)
 
-function functionTable (rows, modes, what) {
+function functionTable (rows, modes, what, caller) {
   const others = modes.filter((m) => m !== 'v8')
   const out = [
-    `| ${what} | V8 % | ${others.map((m) => `${MODE_NAMES[m]} % | diff (pts)`).join(' | ')} |`,
-    `| --- | --- | ${others.map(() => '--- | ---').join(' | ')} |`
+    `| ${what} | V8 % | ${others.map((m) => `${MODE_NAMES[m]} % | diff (pts)`).join(' | ')} |${caller ? ' V8\'s caller under its self samples |' : ''}`,
+    `| --- | --- | ${others.map(() => '--- | ---').join(' | ')} |${caller ? ' --- |' : ''}`
   ]
-  for (const r of rows) out.push(`| ${shortKey(r.key)} | ${spread(r.v8)} | ${others.map((m) => `${spread(r[m])} | ${sgn(r[`${m}Diff`])}`).join(' | ')} |`)
+  for (const r of rows) {
+    out.push(`| ${shortKey(r.key)} | ${spread(r.v8)} | ${others.map((m) => `${spread(r[m])} | ${sgn(r[`${m}Diff`])}`).join(' | ')} |` +
+      (caller ? ` ${r.v8Caller ? `${shortKey(r.v8Caller.key)} (${f1(r.v8Caller.share)}%)` : '-'} |` : ''))
+  }
   return out
 }
 
 // The markdown tables, shared with bench/table.js.
 function formatTables (r) {
   const out = []
-  out.push('| workload | side | samples per round (counted) | left out: V8 (program) / GC / idle, kflame no named JS / GC | max \\|diff\\| self, inclusive (pts) | frames V8 has on every stack: kflame\'s share, min / median | JS frames per counted sample | counted samples with `(interpreted)` | interpretedNamed / interpretedUnnamed / runningAdded per round |')
-  out.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- |')
+  const others = r.modes.filter((m) => m !== 'v8')
+  out.push('| workload | side | samples per round (counted) | left out: V8 (program) / GC / idle; kflame no named JS / GC | JS frames per counted sample | self shares on another function | max \\|diff\\| in the top 10: self, inclusive (pts) | driver frames V8 has on every sample: kflame\'s share, min / median | counted samples with `(interpreted)` | interpretedNamed / interpretedUnnamed / runningAdded per round |')
+  out.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
   for (const w of r.workloads) {
     for (const s of w.summary) {
       const e = s.excluded
-      const left = s.mode === 'v8' ? `${f1(e.program)}% / ${f1(e.gc)}% / ${f1(e.idle)}%` : `${f1(e.noJs)}% / ${f1(e.gc)}%`
-      const det = s.interpretedNamed === null && s.interpretedUnnamed === null ? '-'
+      const v8 = s.mode === 'v8'
+      const left = v8 ? `${f1(e.program)}% / ${f1(e.gc)}% / ${f1(e.idle)}%` : `${f1(e.noJs)}% / ${f1(e.gc)}%`
+      const det = v8 || (s.interpretedNamed === null && s.interpretedUnnamed === null) ? '-'
         : `${s.interpretedNamed ?? '-'} / ${s.interpretedUnnamed ?? '-'} / ${s.runningAdded ?? '-'}`
-      out.push(`| ${w.name} | ${MODE_NAMES[s.mode]} | ${s.samplesPerRound} (${s.countedPerRound}) | ${left} | ` +
-        `${s.mode === 'v8' ? '-' : `${f1(s.maxAbsDiffSelf)}, ${f1(s.maxAbsDiffIncl)}`} | ` +
-        `${s.alwaysOnStack ? `${f1(s.alwaysOnStack.minShare)}% / ${f1(s.alwaysOnStack.medianShare)}% of ${s.alwaysOnStack.frames}` : `${w.always.length} frames`} | ` +
-        `${f1(s.jsFramesPerSample)} | ${s.interpretedShare === null ? '-' : `${f1(s.interpretedShare)}%`} | ${det} |`)
+      out.push(`| ${w.name} | ${MODE_NAMES[s.mode]} | ${s.samplesPerRound} (${s.countedPerRound}) | ${left} | ${f1(s.jsFramesPerSample)} | ` +
+        `${v8 ? '-' : `${f1(s.selfDistance)}%`} | ${v8 ? '-' : `${f1(s.maxAbsDiffSelf)}, ${f1(s.maxAbsDiffIncl)}`} | ` +
+        `${v8 ? `${w.driver.length} frames` : `${f1(s.driver.minShare)}% / ${f1(s.driver.medianShare)}%`} | ` +
+        `${v8 ? '-' : `${f1(s.interpretedShare)}%`} | ${det} |`)
     }
   }
+  const rounds = `median of ${r.rounds}${r.rounds > 1 ? ', min-max' : ''}`
   for (const w of r.workloads) {
-    out.push('', `*${w.name}*: top ${w.self.length} by V8's self share (median of ${r.rounds}${r.rounds > 1 ? ', min-max' : ''}):`, '')
-    out.push(...functionTable(w.self, r.modes, 'function (self)'))
-    out.push('', `*${w.name}*: top ${w.incl.length} by V8's inclusive share, less the ${w.always.length} frames V8 has on >= 99.5% of samples:`, '')
-    out.push(...functionTable(w.incl, r.modes, 'function (inclusive)'))
+    out.push('', `*${w.name}*: top ${w.self.length} by V8's self share (${rounds}):`, '')
+    out.push(...functionTable(w.self, r.modes, 'function (self)', true))
+    out.push('', `*${w.name}*: top ${w.incl.length} by V8's inclusive share, the library's functions (${rounds}):`, '')
+    out.push(...functionTable(w.incl, r.modes, 'function (inclusive)', false))
+    const low = w.driver.filter((d) => others.some((m) => d[m].median < 95))
+    if (low.length) {
+      out.push('', `*${w.name}*: driver frames (node's loader, bench/truth.js) on every V8 sample that kflame has on fewer than 95%:`, '')
+      out.push(...functionTable(low, r.modes, 'function (inclusive)', false))
+    }
   }
   return out
 }
