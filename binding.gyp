@@ -23,6 +23,7 @@
         "src/jitframes.c",
         "src/userstack.c",
         "src/v8frames.c",
+        "src/jitlines.c",
         "src/jithook.c",
         "src/labels.c",
         "src/sigwatch.c",

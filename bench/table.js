@@ -43,6 +43,7 @@ const BENCHES = [
     script: 'bench/truth.js',
     about: (r) => `${r.quick ? 'quick run, ' : ''}${r.rounds} round${r.rounds > 1 ? 's' : ''} of ${r.seconds} s of main-thread CPU per side and workload, ` +
       `kflame at ${r.hz} Hz against \`node --cpu-prof\` at 1 ms` + (r.nodeFlags && r.nodeFlags.length ? `, node ${r.nodeFlags.join(' ')}` : '') +
+      (r.stackBytes ? `, stackBytes ${r.stackBytes} on the kflame side` : '') +
       `; acorn ${r.versions.acorn}, marked ${r.versions.marked}, typescript ${r.versions.typescript}`,
     tables: (r) => require('./truth').formatTables(r)
   },

@@ -74,10 +74,17 @@
 //
 //   node bench/truth.js [--quick] [--rounds N] [--seconds S] [--hz N] [--top N]
 //     [--workloads acorn,marked,typescript] [--modes v8,kflame,register]
-//     [--node-flags "--no-turbo-inlining"] [--timeout S] [--json FILE]
+//     [--node-flags "--no-turbo-inlining"] [--stack-bytes N] [--timeout S] [--retries N]
+//     [--json FILE]
 //
 // --quick is one round. --node-flags go to node on every side alike (e.g.
 // --no-turbo-inlining, to see how much of a disagreement inlining explains).
+// --stack-bytes is start()'s stackBytes on the kflame side (the register side
+// keeps the default): how deep kflame can read interpreter frames off the
+// stack copy to name functions compiled before it loaded. --timeout (180 s)
+// bounds each child process; a failed child is retried --retries (1) times
+// after 20 s (an addon being rebuilt under the run fails to load for a
+// moment), and the results note it, and whether the addon changed.
 
 const { spawnSync } = require('node:child_process')
 const fs = require('node:fs')
@@ -289,14 +296,14 @@ function runWork (w, lib, input, seconds) {
   return { iterations, sink, cpuMs: (threadCpuNs() - start) / 1e6 }
 }
 
-function child (name, mode, seconds, hz, dir) {
+function child (name, mode, seconds, hz, dir, stackBytes) {
   const w = WORKLOADS[name]
   const lib = w.load()
   const input = w.input()
   let kflame = null
   if (mode === 'kflame') {
     kflame = require('..')
-    kflame.start({ hz })
+    kflame.start(stackBytes ? { hz, stackBytes } : { hz })
   }
   const t0 = hrtimeUs()
   const r = mode === 'register'
@@ -315,6 +322,15 @@ function child (name, mode, seconds, hz, dir) {
 }
 
 // --- one trial (parent) -------------------------------------------------------
+
+// Which build of the addon the kflame sides load: its size and mtime.
+const ADDON = path.join(ROOT, 'build', 'Release', 'kflame.node')
+function addonId () {
+  try {
+    const st = fs.statSync(ADDON)
+    return `${st.size} bytes, ${st.mtime.toISOString()}`
+  } catch { return null }
+}
 
 // The environment of a child: no kflame of an outer run (NODE_OPTIONS with
 // kflame/register, KFLAME_* variables) leaks into the sides.
@@ -335,7 +351,7 @@ function trial (name, mode, opts) {
       argv.push('-r', path.join(ROOT, 'register.js'))
       Object.assign(extraEnv, { KFLAME_OUT: path.join(dir, 'register.folded'), KFLAME_HZ: String(opts.hz), KFLAME_QUIET: '1' })
     }
-    argv.push(__filename, '--child', name, mode, String(opts.seconds), String(opts.hz), dir)
+    argv.push(__filename, '--child', name, mode, String(opts.seconds), String(opts.hz), dir, String(opts.stackBytes || 0))
     const r = spawnSync(process.execPath, argv, {
       cwd: dir, env: childEnv(extraEnv), encoding: 'utf8', timeout: opts.timeoutS * 1000, killSignal: 'SIGKILL', maxBuffer: 64 << 20
     })
@@ -555,6 +571,10 @@ function compareWorkload (name, trials, modes, top) {
       rounds: ss.length,
       samplesPerRound: median(ss.map((s) => s.total)),
       countedPerRound: median(ss.map((s) => s.counted)),
+      // V8 samples wall time (and drops samples when its threads are
+      // starved); kflame the thread's CPU time: samples per ms of the thread's
+      // CPU time in the window say which.
+      samplesPerCpuMs: median(trials.filter((t) => t.mode === mode).map((t) => t.side.total / t.cpuMs)),
       iterationsPerRound: median(trials.filter((t) => t.mode === mode).map((t) => t.iterations)),
       excluded: mode === 'v8'
         ? { program: exc('program'), gc: exc('gc'), idle: exc('idle'), root: exc('root') }
@@ -607,7 +627,7 @@ function functionTable (rows, modes, what, caller) {
 function formatTables (r) {
   const out = []
   const others = r.modes.filter((m) => m !== 'v8')
-  out.push('| workload | side | samples per round (counted) | left out: V8 (program) / GC / idle; kflame no named JS / GC | JS frames per counted sample | self shares on another function | max \\|diff\\| in the top 10: self, inclusive (pts) | driver frames V8 has on every sample: kflame\'s share, min / median | counted samples with `(interpreted)` | interpretedNamed / interpretedUnnamed / runningAdded per round |')
+  out.push('| workload | side | samples per round (counted), per ms of thread CPU | left out: V8 (program) / GC / idle; kflame no named JS / GC | JS frames per counted sample | self shares on another function | max \\|diff\\| in the top 10: self, inclusive (pts) | driver frames V8 has on every sample: kflame\'s share, min / median | counted samples with `(interpreted)` | interpretedNamed / interpretedUnnamed / runningAdded per round |')
   out.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
   for (const w of r.workloads) {
     for (const s of w.summary) {
@@ -616,7 +636,7 @@ function formatTables (r) {
       const left = v8 ? `${f1(e.program)}% / ${f1(e.gc)}% / ${f1(e.idle)}%` : `${f1(e.noJs)}% / ${f1(e.gc)}%`
       const det = v8 || (s.interpretedNamed === null && s.interpretedUnnamed === null) ? '-'
         : `${s.interpretedNamed ?? '-'} / ${s.interpretedUnnamed ?? '-'} / ${s.runningAdded ?? '-'}`
-      out.push(`| ${w.name} | ${MODE_NAMES[s.mode]} | ${s.samplesPerRound} (${s.countedPerRound}) | ${left} | ${f1(s.jsFramesPerSample)} | ` +
+      out.push(`| ${w.name} | ${MODE_NAMES[s.mode]} | ${s.samplesPerRound} (${s.countedPerRound}), ${s.samplesPerCpuMs.toFixed(2)} | ${left} | ${f1(s.jsFramesPerSample)} | ` +
         `${v8 ? '-' : `${f1(s.selfDistance)}%`} | ${v8 ? '-' : `${f1(s.maxAbsDiffSelf)}, ${f1(s.maxAbsDiffIncl)}`} | ` +
         `${v8 ? `${w.driver.length} frames` : `${f1(s.driver.minShare)}% / ${f1(s.driver.medianShare)}%`} | ` +
         `${v8 ? '-' : `${f1(s.interpretedShare)}%`} | ${det} |`)
@@ -642,10 +662,18 @@ function formatTables (r) {
 function main () {
   const args = process.argv.slice(2)
   if (args[0] === '--child') {
-    child(args[1], args[2], Number(args[3]), Number(args[4]), args[5])
+    child(args[1], args[2], Number(args[3]), Number(args[4]), args[5], Number(args[6]) || 0)
     return
   }
   const { machineNotes, machineLine, writeResults, option } = require('./common')
+  const VALUED = ['--rounds', '--seconds', '--hz', '--top', '--timeout', '--stack-bytes', '--retries', '--node-flags', '--workloads', '--modes', '--json']
+  for (let i = 0; i < args.length; i++) {
+    if (VALUED.includes(args[i]) && i + 1 < args.length) i++
+    else if (args[i] !== '--quick') {
+      console.error(`bench/truth.js: unknown argument ${args[i]} (flags take their value as the next argument: --node-flags "--no-turbo-inlining")`)
+      process.exit(2)
+    }
+  }
   const quick = args.includes('--quick')
   const opts = {
     rounds: Number(option(args, '--rounds')) || (quick ? 1 : 3),
@@ -653,6 +681,8 @@ function main () {
     hz: Number(option(args, '--hz')) || 999,
     top: Number(option(args, '--top')) || 10,
     timeoutS: Number(option(args, '--timeout')) || 180,
+    stackBytes: Number(option(args, '--stack-bytes')) || 0,
+    retries: option(args, '--retries') === undefined ? 1 : Number(option(args, '--retries')),
     nodeFlags: (option(args, '--node-flags') || '').split(/\s+/).filter(Boolean)
   }
   const names = (option(args, '--workloads') || Object.keys(WORKLOADS).join(',')).split(',')
@@ -671,13 +701,27 @@ function main () {
     try { return [p, JSON.parse(fs.readFileSync(resolvePkg(`${p}/package.json`), 'utf8')).version] } catch { return [p, null] }
   }))
 
+  const notes = []
+  const addonBefore = addonId()
   const trials = []
   for (let round = 0; round < opts.rounds; round++) {
     for (const name of names) {
       // Alternate which side goes first from round to round.
       const order = round % 2 ? [...modes].reverse() : modes
       for (const mode of order) {
-        const t = trial(name, mode, opts)
+        let t
+        for (let attempt = 0; ; attempt++) {
+          try {
+            t = trial(name, mode, opts)
+            break
+          } catch (err) {
+            if (attempt >= opts.retries) throw err
+            // An addon being rebuilt under the run fails to load for a moment.
+            console.error(`  ${err.message.split('\n').slice(0, 2).join(' ')}\n  retrying in 20 s (--retries ${opts.retries})`)
+            notes.push(`${name}/${mode} round ${round + 1} failed once and was retried: ${err.message.split('\n')[0]}`)
+            spawnSync('sleep', ['20'])
+          }
+        }
         trials.push({ name, mode, round, side: t, iterations: t.iterations, cpuMs: t.cpuMs, inputBytes: t.inputBytes, stats: t.stats })
         console.error(`  round ${round + 1}/${opts.rounds} ${name} ${mode}: ${t.iterations} iterations, ${Math.round(t.cpuMs)} ms CPU, ` +
           `${t.total} main-thread samples, ${t.counted} counted`)
@@ -685,6 +729,8 @@ function main () {
     }
   }
 
+  const addonAfter = addonId()
+  if (addonBefore !== addonAfter) notes.push(`the addon (${ADDON}) changed during the run: the kflame sides mix two builds`)
   const workloads = names.map((name) => compareWorkload(name, trials.filter((t) => t.name === name), modes, opts.top))
   const result = {
     quick,
@@ -692,8 +738,11 @@ function main () {
     seconds: opts.seconds,
     hz: opts.hz,
     nodeFlags: opts.nodeFlags,
+    stackBytes: opts.stackBytes || null,
     modes,
     versions,
+    addon: addonAfter,
+    notes,
     inputs: Object.fromEntries(names.map((n) => [n, trials.find((t) => t.name === n).inputBytes])),
     workloads,
     trials: trials.map(({ side, ...rest }) => ({
@@ -701,8 +750,9 @@ function main () {
     }))
   }
   console.log(`truth: ${opts.rounds} round${opts.rounds > 1 ? 's' : ''} of ${opts.seconds} s CPU per side and workload at ${opts.hz} Hz` +
-    `${opts.nodeFlags.length ? `, node ${opts.nodeFlags.join(' ')}` : ''}; acorn ${versions.acorn}, marked ${versions.marked}, typescript ${versions.typescript}; ${machineLine(machine)}`)
+    `${opts.nodeFlags.length ? `, node ${opts.nodeFlags.join(' ')}` : ''}${opts.stackBytes ? `, stackBytes ${opts.stackBytes} on the kflame side` : ''}; acorn ${versions.acorn}, marked ${versions.marked}, typescript ${versions.typescript}; ${machineLine(machine)}`)
   console.log(formatTables(result).join('\n'))
+  for (const n of notes) console.log(`\nnote: ${n}`)
   const jsonOut = option(args, '--json')
   if (jsonOut) writeResults(jsonOut, machine, result)
 }

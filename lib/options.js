@@ -23,7 +23,7 @@ const DEFAULTS = Object.freeze({
   // Bytes of each sampled user stack the kernel copies, to read V8's own
   // frames: the function a bytecode handler runs and interpreted functions'
   // names. 0 turns it off.
-  stackBytes: 8192,
+  stackBytes: 16384,
   jit: true,
   tiers: false,
   perfMap: false

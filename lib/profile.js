@@ -229,6 +229,7 @@ function makeStats (raw, labels = null, workers = null) {
       interpretedNamed: raw.interpretedNamed,
       interpretedUnnamed: raw.interpretedUnnamed,
       runningAdded: raw.runningAdded,
+      inlinedFrames: raw.inlinedFrames,
       workersArmed: workers ? workers.armed : 0,
       workersFailed: workers ? workers.failed : 0,
       codeEntries: raw.codeEntries,

@@ -167,6 +167,7 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
     arm_env(env);
     opts.codemap = kf_jithook_map();
     opts.v8layout = kf_v8layout_for(kf_jit_shim_v8_version());
+    opts.funcpos = kf_jithook_funcpos();
   } else {
     so->stack_bytes = 0; /* only V8's frames are read off the copy */
   }
@@ -224,6 +225,7 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
   CHECK(env, set_num(env, o, "interpretedUnnamed",
                      (double)st->interpreted_unnamed));
   CHECK(env, set_num(env, o, "runningAdded", (double)st->running_added));
+  CHECK(env, set_num(env, o, "inlinedFrames", (double)st->inlined));
   CHECK(env, set_num(env, o, "stackBytes", st->stack_bytes));
   CHECK(env, set_num(env, o, "stackCopies", (double)st->stack_copies));
   CHECK(env, set_num(env, o, "stackCopyBytes", (double)st->stack_copy_bytes));

@@ -20,6 +20,8 @@ typedef struct code_entry {
   uintptr_t owner;     /* isolate; 0 when shared (embedded builtins) */
   char tier;
   uint8_t kind;        /* enum kf_code_kind */
+  uint32_t script;     /* V8's script id + 1, 0 when unknown */
+  kf_lines_t *lines;   /* source offsets (optimized code), or NULL */
   char name[];
 } code_t;
 
@@ -134,6 +136,12 @@ static size_t code_bytes(const code_t *e) {
   return sizeof(*e) + strlen(e->name) + 1 + TREE_NODE_BYTES;
 }
 
+static void code_free(void *p) {
+  code_t *e = p;
+  if (e) kf_lines_release(e->lines);
+  free(e);
+}
+
 static code_t *code_new(uint64_t start, uint64_t len, const char *name,
                         char tier, uint8_t kind, uintptr_t owner,
                         uint64_t born) {
@@ -147,6 +155,8 @@ static code_t *code_new(uint64_t start, uint64_t len, const char *name,
   e->owner = owner;
   e->tier = tier;
   e->kind = kind;
+  e->script = 0;
+  e->lines = NULL;
   memcpy(e->name, name, n + 1);
   return e;
 }
@@ -161,14 +171,14 @@ static void free_dead(kf_codemap_t *m) {
   for (size_t i = 0; i < m->ndead; i++) {
     index_remove(m, m->dead[i]);
     m->stats.bytes -= code_bytes(m->dead[i]);
-    free(m->dead[i]);
+    code_free(m->dead[i]);
   }
   m->ndead = 0;
 }
 
 void kf_codemap_free(kf_codemap_t *m) {
   if (!m) return;
-  tdestroy(m->live, free);
+  tdestroy(m->live, code_free);
   free_dead(m);
   free(m->dead);
   free(m->pages);
@@ -191,7 +201,7 @@ static void bury(kf_codemap_t *m, code_t *e, uint64_t when) {
     return;
   }
   m->stats.bytes -= code_bytes(e);
-  free(e);
+  code_free(e);
 }
 
 static int same_code(const code_t *a, const code_t *b) {
@@ -210,14 +220,14 @@ static int insert(kf_codemap_t *m, code_t *e) {
        * builtins are shared) or by a second enumeration. */
       if (old->owner != e->owner) old->owner = 0;
       if (e->born < old->born) old->born = e->born;
-      free(e);
+      code_free(e);
       return 0;
     }
     bury(m, old, e->born);
     m->stats.evicted++;
   }
   if (!tsearch(e, &m->live, by_range)) {
-    free(e);
+    code_free(e);
     return -ENOMEM;
   }
   m->stats.live++;
@@ -244,6 +254,22 @@ static code_t *live_at(kf_codemap_t *m, uint64_t addr) {
   return node ? *node : NULL;
 }
 
+int kf_codemap_attach_lines(kf_codemap_t *m, uint64_t start, uint32_t script,
+                            kf_lines_t *lines) {
+  int rc = -ENOENT;
+  pthread_mutex_lock(&m->lock);
+  code_t *e = live_at(m, start);
+  if (e && e->start == start) {
+    e->script = script;
+    if (lines) kf_lines_retain(lines);
+    kf_lines_release(e->lines);
+    e->lines = lines;
+    rc = 0;
+  }
+  pthread_mutex_unlock(&m->lock);
+  return rc;
+}
+
 int kf_codemap_move(kf_codemap_t *m, uint64_t from, uint64_t to,
                     uint64_t when) {
   int rc = 0;
@@ -255,6 +281,8 @@ int kf_codemap_move(kf_codemap_t *m, uint64_t from, uint64_t to,
     if (!moved) {
       rc = -ENOMEM;
     } else {
+      moved->script = old->script;
+      if ((moved->lines = old->lines)) kf_lines_retain(moved->lines);
       bury(m, old, when);
       rc = insert(m, moved);
       if (rc == 0) m->stats.moved++;
@@ -294,7 +322,7 @@ void kf_codemap_drop_owner(kf_codemap_t *m, uintptr_t owner, uint64_t when) {
   free(o.list);
 }
 
-static int copy_name(const code_t *e, char *buf, size_t cap,
+static int copy_name(const code_t *e, uint64_t addr, char *buf, size_t cap,
                      kf_code_info_t *info) {
   size_t n = strlen(e->name);
   if (cap) {
@@ -305,6 +333,9 @@ static int copy_name(const code_t *e, char *buf, size_t cap,
   info->start = e->start;
   info->tier = e->tier;
   info->kind = (enum kf_code_kind)e->kind;
+  info->script = e->script;
+  info->positions[0] = info->positions[1] = info->positions[2] = -1;
+  if (e->lines) kf_lines_at(e->lines, (uint32_t)(addr - e->start), info->positions);
   return (int)n;
 }
 
@@ -332,10 +363,10 @@ int kf_codemap_lookup(kf_codemap_t *m, uint64_t addr, uint64_t t, char *buf,
   pthread_mutex_lock(&m->lock);
   code_t *e = live_at(m, addr);
   if (e && e->born <= t) {
-    rc = copy_name(e, buf, cap, info);
+    rc = copy_name(e, addr, buf, cap, info);
   } else {
     const code_t *d = dead_at(m, addr, t);
-    if (d) rc = copy_name(d, buf, cap, info);
+    if (d) rc = copy_name(d, addr, buf, cap, info);
   }
   pthread_mutex_unlock(&m->lock);
   return rc;
@@ -360,7 +391,7 @@ void kf_codemap_retire(kf_codemap_t *m, uint64_t horizon) {
       index_remove(m, d);
       m->stats.bytes -= code_bytes(d);
       m->stats.retired++;
-      free(d);
+      code_free(d);
     } else {
       m->dead[kept++] = d;
     }

@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "jitlines.h"
+
 typedef struct kf_codemap kf_codemap_t;
 
 typedef struct kf_codemap_stats {
@@ -53,6 +55,10 @@ typedef struct kf_code_info {
   uint64_t start; /* where the code begins */
   char tier;
   enum kf_code_kind kind;
+  uint32_t script; /* V8's script id + 1; 0 when unknown */
+  /* Source offsets at the address looked up, from the code's line table
+   * (kf_lines_at: before, at, after); -1 where there is none. */
+  int64_t positions[3];
 } kf_code_info_t;
 
 kf_codemap_t *kf_codemap_new(void);
@@ -66,6 +72,13 @@ void kf_codemap_free(kf_codemap_t *m);
 int kf_codemap_add(kf_codemap_t *m, uint64_t start, uint64_t len,
                    const char *name, char tier, enum kf_code_kind kind,
                    uintptr_t owner, uint64_t born);
+
+/* The live code starting at `start` is of V8 script `script` (id + 1) and
+ * has the source offsets of `lines` (sealed; the map takes a reference;
+ * NULL for none). Returns 0, or -ENOENT when no live code starts there.
+ * Any thread. */
+int kf_codemap_attach_lines(kf_codemap_t *m, uint64_t start, uint32_t script,
+                            kf_lines_t *lines);
 
 /* The code starting at `from` moved to `to` at time `when` (GC).
  * Unknown code is ignored. Returns 0 or -ENOMEM. Any thread. */

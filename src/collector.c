@@ -139,7 +139,7 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
   }
   if (c->jit) {
     int n;
-    if (kf_grow((void **)&c->scratch, &c->scratch_cap, (size_t)nr + 1,
+    if (kf_grow((void **)&c->scratch, &c->scratch_cap, 2 * (size_t)nr + 1,
                 sizeof(uint64_t), 256) ||
         (n = kf_jitframes_resolve(c->jit, time, ips, (uint32_t)nr, with_stack,
                                   c->scratch)) < 0) {
@@ -275,6 +275,7 @@ int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
     free(c);
     return -ENOMEM;
   }
+  if (c->jit) kf_jitframes_inlining(c->jit, opts->funcpos);
   kf_maps_t maps;
   if (c->jit && kf_maps_load(&maps) == 0) {
     /* V8's copy of its builtins, mapped before any isolate ran JS */

@@ -24,6 +24,7 @@ typedef struct kf_collector_opts {
   const char *perf_map;   /* perf map to keep fresh (at most once a second,
                              only when the code changed), or NULL */
   const kf_v8layout_t *v8layout; /* to read V8 frames off stack copies */
+  kf_funcpos_t *funcpos;  /* to name inlined functions, or NULL */
 } kf_collector_opts_t;
 
 typedef struct kf_collector_stats {

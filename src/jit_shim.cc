@@ -12,16 +12,65 @@ namespace {
 // those events arrive synchronously on the arming thread.
 thread_local bool enumerating = false;
 
+// V8 reports a piece of code's source offsets (line events) before its
+// CODE_ADDED, on the same thread, but not always right before: a function's
+// bytecode has its line events, then its trampoline copy is added, then the
+// bytecode. The sealed tables wait here, a few at most, by code address.
+constexpr int kPending = 4;
+struct Pending {
+  uintptr_t start;
+  kf_lines_t* lines;
+};
+thread_local Pending pending[kPending];
+thread_local int pending_next = 0;
+
+void Park(uintptr_t start, kf_lines_t* lines) {
+  Pending& slot = pending[pending_next];
+  kf_lines_release(slot.lines);  // the oldest: its code never came
+  slot = {start, lines};
+  pending_next = (pending_next + 1) % kPending;
+}
+
+kf_lines_t* Claim(uintptr_t start) {
+  for (Pending& slot : pending) {
+    if (slot.lines && slot.start == start) {
+      kf_lines_t* lines = slot.lines;
+      slot = {0, nullptr};
+      return lines;
+    }
+  }
+  return nullptr;
+}
+
 void OnCodeEvent(const v8::JitCodeEvent* event) {
   uintptr_t isolate = reinterpret_cast<uintptr_t>(event->isolate);
   switch (event->type) {
-    case v8::JitCodeEvent::CODE_ADDED:
+    case v8::JitCodeEvent::CODE_ADDED: {
       // A BYTE_CODE event gives a BytecodeArray's first bytecode: never
       // executed, but interpreter frames hold the array, so it names them.
-      kf_jithook_added(isolate, reinterpret_cast<uintptr_t>(event->code_start),
-                       event->code_len, event->name.str, event->name.len,
+      uintptr_t start = reinterpret_cast<uintptr_t>(event->code_start);
+      kf_lines_t* lines = Claim(start);
+      uint32_t script =
+          event->script.IsEmpty() ? 0 : static_cast<uint32_t>(event->script->GetId()) + 1;
+      kf_jithook_added(isolate, start, event->code_len, event->name.str,
+                       event->name.len,
                        event->code_type == v8::JitCodeEvent::BYTE_CODE,
-                       enumerating);
+                       enumerating, script, lines);
+      break;
+    }
+    case v8::JitCodeEvent::CODE_START_LINE_INFO_RECORDING:
+      // The event is V8's own struct; user_data is the embedder's to set.
+      const_cast<v8::JitCodeEvent*>(event)->user_data = kf_jithook_lines_begin();
+      break;
+    case v8::JitCodeEvent::CODE_ADD_LINE_POS_INFO:
+      // Statement positions repeat an expression position at the same offset.
+      if (event->line_info.position_type == v8::JitCodeEvent::POSITION)
+        kf_jithook_lines_add(static_cast<kf_lines_t*>(event->user_data),
+                             event->line_info.offset, event->line_info.pos);
+      break;
+    case v8::JitCodeEvent::CODE_END_LINE_INFO_RECORDING:
+      Park(reinterpret_cast<uintptr_t>(event->code_start),
+           kf_jithook_lines_end(static_cast<kf_lines_t*>(event->user_data)));
       break;
     case v8::JitCodeEvent::CODE_MOVED:
       kf_jithook_moved(reinterpret_cast<uintptr_t>(event->code_start),

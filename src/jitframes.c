@@ -13,7 +13,7 @@
 #define MAX_ALIASES 8
 
 typedef struct jit_name {
-  char *merged; /* "foo a.js:1:2_[j]" */
+  char *merged; /* "foo a.js:1:2_[j]", or _[i] when inlined */
   char *tiered; /* "~foo a.js:1:2_[j]" */
   uint64_t hash;
   char tier;
@@ -27,16 +27,21 @@ struct kf_jitframes {
   size_t fps_cap;
   kf_code_alias_t aliases[MAX_ALIASES];
   size_t naliases;
+  kf_funcpos_t *funcpos; /* small functions' source offsets, or NULL */
   jit_name_t *names;
   size_t nnames, names_cap;
   uint32_t *slots; /* open addressing: name index + 1, 0 when empty */
   size_t nslots;
 };
 
-static uint64_t hash_name(const char *s, char tier) {
-  uint64_t h = 1469598103934665603ULL ^ (unsigned char)tier; /* FNV-1a */
+static uint64_t hash_name(const char *s, char tier, int inlined) {
+  uint64_t h = (1469598103934665603ULL ^ (unsigned char)tier) + (uint64_t)inlined; /* FNV-1a */
   for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
   return h;
+}
+
+void kf_jitframes_inlining(kf_jitframes_t *j, kf_funcpos_t *funcpos) {
+  j->funcpos = funcpos;
 }
 
 kf_jitframes_t *kf_jitframes_new(kf_codemap_t *map,
@@ -86,27 +91,31 @@ static int rehash(kf_jitframes_t *j) {
   return 0;
 }
 
-static char *frame_text(const char *name, char tier) {
+static const char *suffix(int inlined) { return inlined ? "_[i]" : "_[j]"; }
+
+static char *frame_text(const char *name, char tier, int inlined) {
   size_t n = strlen(name);
   char *s = malloc(n + 6);
   if (!s) return NULL;
   size_t k = 0;
   if (tier) s[k++] = tier;
   memcpy(s + k, name, n);
-  memcpy(s + k + n, "_[j]", 5);
+  memcpy(s + k + n, suffix(inlined), 5);
   return s;
 }
 
 /* Index of (name, tier), added when new; -ENOMEM. */
-static long intern(kf_jitframes_t *j, const char *name, char tier) {
+static long intern(kf_jitframes_t *j, const char *name, char tier,
+                   int inlined) {
   if ((j->nnames + 1) * 2 > j->nslots && rehash(j)) return -ENOMEM;
   size_t n = strlen(name);
-  uint64_t h = hash_name(name, tier);
+  uint64_t h = hash_name(name, tier, inlined);
   size_t s = h & (j->nslots - 1);
   for (; j->slots[s]; s = (s + 1) & (j->nslots - 1)) {
     const jit_name_t *e = &j->names[j->slots[s] - 1];
     if (e->hash == h && e->tier == tier &&
-        strncmp(e->merged, name, n) == 0 && strcmp(e->merged + n, "_[j]") == 0)
+        strncmp(e->merged, name, n) == 0 &&
+        strcmp(e->merged + n, suffix(inlined)) == 0)
       return (long)(j->slots[s] - 1);
   }
   if (kf_grow((void **)&j->names, &j->names_cap, j->nnames + 1,
@@ -115,8 +124,8 @@ static long intern(kf_jitframes_t *j, const char *name, char tier) {
   jit_name_t *e = &j->names[j->nnames];
   e->hash = h;
   e->tier = tier;
-  e->merged = frame_text(name, '\0');
-  e->tiered = frame_text(name, tier);
+  e->merged = frame_text(name, '\0', inlined);
+  e->tiered = frame_text(name, tier, inlined);
   if (!e->merged || !e->tiered) {
     free(e->merged);
     free(e->tiered);
@@ -126,20 +135,59 @@ static long intern(kf_jitframes_t *j, const char *name, char tier) {
   return (long)(j->nnames - 1);
 }
 
+static int named_token_at(kf_jitframes_t *j, uint64_t addr, uint64_t time,
+                          uint64_t *token, kf_code_info_t *info, char *name);
+
 /* The token of the code at addr at `time` into *token, with what it is.
  * Returns 1, 0 when the map knows no code there, or -ENOMEM. */
 static int token_at(kf_jitframes_t *j, uint64_t addr, uint64_t time,
                     uint64_t *token, kf_code_info_t *info) {
   char name[NAME_BYTES];
-  int found = kf_codemap_lookup(j->map, addr, time, name, sizeof name, info);
+  return named_token_at(j, addr, time, token, info, name);
+}
+
+/* token_at, with the code's name left in name[NAME_BYTES]. */
+static int named_token_at(kf_jitframes_t *j, uint64_t addr, uint64_t time,
+                          uint64_t *token, kf_code_info_t *info, char *name) {
+  int found = kf_codemap_lookup(j->map, addr, time, name, NAME_BYTES, info);
   for (size_t i = 0; found < 0 && i < j->naliases; i++) {
     const kf_code_alias_t *a = &j->aliases[i];
     if (addr >= a->start && addr < a->end)
       found = kf_codemap_lookup(j->map, a->target + (addr - a->start), time,
-                                name, sizeof name, info);
+                                name, NAME_BYTES, info);
   }
   if (found < 0) return 0;
-  long id = intern(j, name, info->tier);
+  long id = intern(j, name, info->tier, 0);
+  if (id < 0) return -ENOMEM;
+  *token = TOKEN_BASE | (uint64_t)id;
+  return 1;
+}
+
+/* The function inlined where optimized code `outer` (named outer_name) was
+ * at the address looked up into *info: its source offset there is one of a
+ * small function's own in the code's script, and so is an adjacent entry's
+ * of the code's line table (an offset of another script's function, read
+ * in this one, rarely lands twice on one function). Returns 1 with the
+ * inlined function's token, 0 when the address is the outer function's own
+ * code or not known, or -ENOMEM. Only the innermost inlined function is
+ * found: V8's events carry no inlining chain. */
+static int inlined_at(kf_jitframes_t *j, const kf_code_info_t *info,
+                      const char *outer_name, uint64_t *token) {
+  char name[NAME_BYTES], near[NAME_BYTES];
+  if (!j->funcpos || info->kind != KF_CODE_JS || info->positions[1] < 0 ||
+      kf_funcpos_find(j->funcpos, info->script, info->positions[1], name,
+                      sizeof name) < 0 ||
+      strcmp(name, outer_name) == 0)
+    return 0;
+  int confirmed = 0;
+  for (int side = 0; side <= 2 && !confirmed; side += 2)
+    confirmed = info->positions[side] >= 0 &&
+                info->positions[side] != info->positions[1] &&
+                kf_funcpos_find(j->funcpos, info->script, info->positions[side],
+                                near, sizeof near) >= 0 &&
+                strcmp(near, name) == 0;
+  if (!confirmed) return 0;
+  long id = intern(j, name, info->tier, 1);
   if (id < 0) return -ENOMEM;
   *token = TOKEN_BASE | (uint64_t)id;
   return 1;
@@ -182,10 +230,10 @@ static int running_function(kf_jitframes_t *j, uint64_t time,
   if (leaf->kind != KF_CODE_OTHER ||
       kf_userstack_word(stack, stack->sp, &ret) != 0)
     return 0;
-  int rc = token_at(j, ret, time, token, &caller);
+  int rc = token_at(j, ret - 1, time, token, &caller);
   if (rc <= 0 || caller.kind != KF_CODE_JS) return rc;
   if (nuser > 1) {
-    rc = token_at(j, ips[1], time, &next_token, &next);
+    rc = token_at(j, ips[1] - 1, time, &next_token, &next);
     if (rc < 0) return rc;
     if (rc > 0 && next.start == caller.start) return 0;
   }
@@ -214,12 +262,25 @@ int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
     if (i < user || !j->map) continue;
     kf_code_info_t info;
     uint64_t token, function;
-    int rc = token_at(j, ips[i], time, &token, &info), found = 0;
+    char name[NAME_BYTES];
+    uint32_t k = i - user; /* frame k of the user stack, 0 the leaf */
+    /* A return address is looked up at its call instruction: one byte
+     * before it is still the call, also when the call ends the code. */
+    uint64_t at = k > 0 && ips[i] > 0 ? ips[i] - 1 : ips[i];
+    int rc = named_token_at(j, at, time, &token, &info, name), found = 0;
     if (rc < 0) return -ENOMEM;
     if (rc == 0) continue;
     out[n - 1] = token;
     j->stats.named++;
-    uint32_t k = i - user; /* frame k of the user stack, 0 the leaf */
+    found = inlined_at(j, &info, name, &function);
+    if (found < 0) return -ENOMEM;
+    if (found) {
+      /* leaf first: the inlined function, then the code it is inlined in */
+      out[n - 1] = function;
+      out[n++] = token;
+      j->stats.inlined++;
+      continue;
+    }
     if (info.kind == KF_CODE_INTERPRETER_ENTRY && k > 0) {
       /* The shared trampoline owns the interpreter frame at fps[k]. (At the
        * leaf the frame may not be built yet: left as it is.) */

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "codemap.h"
+#include "jitlines.h"
 #include "procmaps.h"
 #include "userstack.h"
 #include "v8frames.h"
@@ -36,6 +37,12 @@ void kf_jitframes_free(kf_jitframes_t *j);
 void kf_jitframes_alias(kf_jitframes_t *j, const kf_code_alias_t *aliases,
                         size_t n);
 
+/* Names inlined functions from the source offsets of optimized code
+ * (jitlines.h): a frame of optimized code whose instruction belongs to an
+ * inlined function becomes "inlined_[i];outer_[j]" (leaf first: the
+ * inlined token, then the outer). Before the first resolve. */
+void kf_jitframes_inlining(kf_jitframes_t *j, kf_funcpos_t *funcpos);
+
 typedef struct kf_jitframes_stats {
   uint64_t named;               /* callchain frames named from the code map */
   /* Frames of the shared interpreter trampoline named by the BytecodeArray
@@ -45,14 +52,15 @@ typedef struct kf_jitframes_stats {
   /* Functions a bytecode handler at the leaf was running, put back under
    * it: the callchain skips them. */
   uint64_t running_added;
+  uint64_t inlined;             /* inlined frames added */
 } kf_jitframes_stats_t;
 
 /* Copies the callchain ips[0..nr) of a sample taken at `time` into out,
  * with JIT frames as tokens. With `stack` (the sample's user registers and
  * stack copy; NULL when it has none) interpreter frames are named from
  * their BytecodeArray and the function under a frameless bytecode handler
- * is put back: out needs room for nr + 1 entries. Returns the number of
- * entries written, or -ENOMEM. */
+ * is put back; inlined functions add a frame each: out needs room for
+ * 2 * nr + 1 entries. Returns the number of entries written, or -ENOMEM. */
 int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
                          const uint64_t *ips, uint32_t nr,
                          const kf_userstack_t *stack, uint64_t *out);

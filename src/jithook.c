@@ -11,20 +11,36 @@
  * the bound keeps the event handler off the heap for the formatting. */
 #define NAME_MAX_BYTES 1024
 
+/* TurboFan inlines functions of up to 460 bytes of bytecode (V8's
+ * max_inlined_bytecode_size), Maglev fewer: larger functions are never
+ * inlined, so their source offsets are not indexed. */
+#define INLINABLE_BYTECODE_MAX 460
+/* At most this many (script, offset) pairs: 16 bytes each, 16 MiB. */
+#define FUNCPOS_MAX_ENTRIES (1u << 20)
+
 static kf_codemap_t *map;
+static kf_funcpos_t *funcpos;
 static pthread_once_t map_once = PTHREAD_ONCE_INIT;
 static atomic_uint_fast64_t dropped;
 
-static void make_map(void) { map = kf_codemap_new(); }
+static void make_map(void) {
+  map = kf_codemap_new();
+  funcpos = kf_funcpos_new(FUNCPOS_MAX_ENTRIES);
+}
 
 kf_codemap_t *kf_jithook_map(void) {
   pthread_once(&map_once, make_map);
   return map;
 }
 
+kf_funcpos_t *kf_jithook_funcpos(void) {
+  pthread_once(&map_once, make_map);
+  return funcpos;
+}
+
 void kf_jithook_added(uintptr_t isolate, uintptr_t start, size_t len,
                       const char *v8name, size_t name_len, int bytecode,
-                      int existing) {
+                      int existing, uint32_t script, kf_lines_t *lines) {
   kf_codemap_t *m = kf_jithook_map();
   char name[NAME_MAX_BYTES];
   char tier;
@@ -32,8 +48,31 @@ void kf_jithook_added(uintptr_t isolate, uintptr_t start, size_t len,
   enum kf_code_kind kind =
       bytecode ? KF_CODE_BYTECODE : kf_jitname_kind(v8name, name_len);
   if (!m || kf_codemap_add(m, start, len, name, tier, kind, isolate,
-                           existing ? 0 : kf_now_ns()) != 0)
+                           existing ? 0 : kf_now_ns()) != 0) {
     atomic_fetch_add(&dropped, 1);
+  } else if (lines && kind == KF_CODE_BYTECODE) {
+    if (len <= INLINABLE_BYTECODE_MAX && funcpos)
+      kf_funcpos_add(funcpos, script, name, lines);
+  } else if (lines && (tier == '*' || tier == '+')) {
+    kf_codemap_attach_lines(m, start, script, lines);
+  }
+  kf_lines_release(lines);
+}
+
+kf_lines_t *kf_jithook_lines_begin(void) { return kf_lines_new(); }
+
+void kf_jithook_lines_add(kf_lines_t *lines, size_t code_offset,
+                          size_t position) {
+  if (lines && code_offset <= UINT32_MAX && position <= UINT32_MAX)
+    kf_lines_push(lines, (uint32_t)code_offset, (uint32_t)position);
+}
+
+kf_lines_t *kf_jithook_lines_end(kf_lines_t *lines) {
+  if (lines && kf_lines_seal(lines) != 0) {
+    kf_lines_release(lines);
+    return NULL;
+  }
+  return lines;
 }
 
 void kf_jithook_moved(uintptr_t from, uintptr_t to) {

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "codemap.h"
+#include "jitlines.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -23,13 +24,28 @@ extern "C" {
 /* The map, created on first use; NULL when out of memory. Any thread. */
 kf_codemap_t *kf_jithook_map(void);
 
+/* The index of small functions' source offsets (jitlines.h), created with
+ * the map; NULL when out of memory. Any thread. */
+kf_funcpos_t *kf_jithook_funcpos(void);
+
 /* Code events, from the shim. `bytecode`: a BytecodeArray (start is its
  * first bytecode), not executable code. `existing`: reported while the
  * handler was being installed (the code has been there since before any
- * sample). */
+ * sample). `script`: V8's script id + 1 (0: none). `lines`: the code's
+ * source offsets when V8 reported them just before (sealed; this call
+ * consumes the reference), or NULL: a small function's bytecode offsets go
+ * into the funcpos index, optimized code keeps its table in the map. */
 void kf_jithook_added(uintptr_t isolate, uintptr_t start, size_t len,
                       const char *v8name, size_t name_len, int bytecode,
-                      int existing);
+                      int existing, uint32_t script, kf_lines_t *lines);
+
+/* V8's line events, which come before the code's CODE_ADDED on the same
+ * thread: begin returns a table to fill (NULL when out of memory), add
+ * appends to it, end seals it (NULL when building failed). */
+kf_lines_t *kf_jithook_lines_begin(void);
+void kf_jithook_lines_add(kf_lines_t *lines, size_t code_offset,
+                          size_t position);
+kf_lines_t *kf_jithook_lines_end(kf_lines_t *lines);
 void kf_jithook_moved(uintptr_t from, uintptr_t to);
 /* The isolate went away: its code is dead. */
 void kf_jithook_forget(uintptr_t isolate);

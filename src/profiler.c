@@ -134,7 +134,8 @@ int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
   }
   kf_collector_opts_t copts = {.codemap = opts->codemap,
                                .perf_map = p->perf_map,
-                               .v8layout = opts->v8layout};
+                               .v8layout = opts->v8layout,
+                               .funcpos = opts->funcpos};
   rc = kf_collector_start(p->sampler, &copts, &p->collector);
   if (rc != 0) {
     *sys_errno = -rc < KF_ERR_BASE ? -rc : errno;
@@ -271,6 +272,7 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
   st->interpreted_named = cs->jit.interpreted_named;
   st->interpreted_unnamed = cs->jit.interpreted_unnamed;
   st->running_added = cs->jit.running_added;
+  st->inlined = cs->jit.inlined;
   st->stack_bytes = info->stack_bytes;
   st->stack_copies = cs->stack_copies;
   st->stack_copy_bytes = cs->stack_bytes;

@@ -20,6 +20,7 @@ typedef struct kf_profile_opts {
   /* V8's frame layout, to name JS frames from stack copies; NULL when
    * this V8 is unknown (frames then come from the callchain alone) */
   const kf_v8layout_t *v8layout;
+  kf_funcpos_t *funcpos; /* small functions' source offsets, for inlining */
   int keep_tiers;        /* "~foo" and "*foo" stay apart */
   const char *perf_map;  /* perf map path kept fresh while profiling and
                             written at stop, or NULL */
@@ -43,6 +44,7 @@ typedef struct kf_profile_stats {
   /* From stack copies (jitframes.h): interpreter frames named, left
    * "(interpreted)", running functions put back under a handler. */
   uint64_t interpreted_named, interpreted_unnamed, running_added;
+  uint64_t inlined;              /* inlined frames added */
   uint32_t stack_bytes;          /* asked of the kernel per sample */
   uint64_t stack_copies, stack_copy_bytes; /* received */
   int v8_layout;                 /* V8's frame layout is known */

@@ -171,7 +171,8 @@ static int kind_of(const kf_ftnode_t *f) {
   size_t n = f->name_len;
   if (f->depth <= 1) return ROOT; /* "all" and the thread roots */
   if (ends_with(s, n, "_[k]")) return KERNEL;
-  if (ends_with(s, n, "_[j]")) {
+  /* _[i]: a JS function inlined into its caller, coloured as JS */
+  if (ends_with(s, n, "_[j]") || ends_with(s, n, "_[i]")) {
     static const char *const v8[] = {"Builtin:", "BytecodeHandler:", "RegExp:",
                                      "Stub:", "Handler:", "(interpreted)", "[jit]"};
     for (size_t i = 0; i < sizeof v8 / sizeof v8[0]; i++)

@@ -113,3 +113,24 @@ t.test('require(kflame) in the worker too: armed once, named', async (t) => {
   const named = total(stacks, has(/^both \[worker eval\]:\d+:\d+_\[j\]$/))
   t.ok(named > 50, `named in ${named} of ${total(stacks)}`)
 })
+
+t.test('inlined functions get frames of their own, marked _[i]', async (t) => {
+  const frame = (name, line, col, mark) => new RegExp(`^${name} .*inlining\\.js:${line}:${col}_\\[${mark}\\]$`)
+  const r = runFixture('inlining.js')
+  const main = onMain(r.stacks)
+  const inHot = main.filter(has(frame('hot', 9, 14, 'j')))
+  const inlined = inHot.filter(has(/_\[i\]$/))
+  t.ok(total(inHot) > 300, `hot in ${total(inHot)} samples`)
+  t.ok(total(inlined) > 0.3 * total(inHot), `an inlined frame in ${total(inlined)} of them`)
+  t.ok(total(inHot, has(frame('square', 7, 17, 'i'))) > 0, 'square named as inlined')
+  const misplaced = inlined.filter((s) => {
+    const i = s.frames.findIndex((f) => f.endsWith('_[i]'))
+    return !frame('hot', 9, 14, 'j').test(s.frames[i - 1])
+  })
+  t.equal(total(misplaced), 0, 'each inlined frame sits right under the code it is inlined in')
+  t.ok(r.stats.details.inlinedFrames > 0)
+
+  const plain = runFixture('inlining.js', ['--no-turbo-inlining', '--no-maglev'])
+  t.equal(total(plain.stacks, has(/_\[i\]$/)), 0, 'nothing inlined, no _[i] frame')
+  t.ok(total(plain.stacks, has(frame('square', 7, 17, 'j'))) > 100, 'square is a frame of its own')
+})

@@ -64,7 +64,7 @@ function parseJs (body) {
  *   parseFrame('alpha /app/a.js:14:16_[j]')
  *     -> { functionName: 'alpha', url: '/app/a.js', lineNumber: 14, columnNumber: 16, kind: 'js', tier: '' }
  *
- * kind: 'js' (a JS function), 'jit' (other generated code: Builtin:X,
+ * kind: 'js' (a JS function; name_[i] when inlined), 'jit' (other generated code: Builtin:X,
  * BytecodeHandler:X, RegExp:/src/, (interpreted), [jit]), 'kernel' (name_[k]),
  * 'native' (ELF symbols, lib+0xOFF, [unknown]) or 'root' (the thread; say so
  * with isRoot, the name alone cannot tell). lineNumber and columnNumber are
@@ -79,6 +79,8 @@ function parseFrame (name, isRoot = false) {
     const body = name.slice(0, -4)
     return (!V8_CODE.test(body) && parseJs(body)) || parsed(body, '', 0, 0, 'jit')
   }
+  // a JS function inlined into its caller's optimized code
+  if (name.endsWith('_[i]')) return parseJs(name.slice(0, -4)) || parsed(name.slice(0, -4), '', 0, 0, 'jit')
   const object = OBJECT_OFFSET.exec(name)
   return parsed(name, object ? object[1] : '', 0, 0, 'native')
 }

@@ -4,7 +4,9 @@
  * collector does with both) and procmaps.c's code aliases. */
 #define _GNU_SOURCE
 #include <linux/perf_event.h>
+#include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,7 +141,7 @@ static void bytecode_slot(void) {
 
 static void add_named(kf_codemap_t *m, uint64_t start, uint64_t len,
                       const char *v8name, int bytecode) {
-  char name[256], tier;
+  char name[1024], tier;
   kf_jitname(v8name, strlen(v8name), name, sizeof name, &tier);
   enum kf_code_kind kind =
       bytecode ? KF_CODE_BYTECODE : kf_jitname_kind(v8name, strlen(v8name));
@@ -242,6 +244,134 @@ static void running_function_put_back(void) {
   kf_codemap_free(m);
 }
 
+static kf_lines_t *lines_of(const uint32_t (*pairs)[2], size_t n) {
+  kf_lines_t *l = kf_lines_new();
+  CHECK(l != NULL);
+  for (size_t i = 0; i < n; i++) CHECK(kf_lines_push(l, pairs[i][0], pairs[i][1]) == 0);
+  CHECK(kf_lines_seal(l) == 0);
+  return l;
+}
+
+static void line_tables(void) {
+  /* pushed out of order, as V8 may: sealed tables are sorted by offset */
+  static const uint32_t pairs[][2] = {{40, 7}, {0, 5}, {20, 6}};
+  kf_lines_t *l = lines_of(pairs, 3);
+  int64_t at[3];
+  CHECK(kf_lines_at(l, 0, at) == 0 && at[0] == -1 && at[1] == 5 && at[2] == 6);
+  CHECK(kf_lines_at(l, 25, at) == 0 && at[0] == 5 && at[1] == 6 && at[2] == 7);
+  CHECK(kf_lines_at(l, 9999, at) == 0 && at[1] == 7 && at[2] == -1);
+  kf_lines_release(l);
+  static const uint32_t late[][2] = {{8, 1}};
+  l = lines_of(late, 1);
+  CHECK(kf_lines_at(l, 7, at) == -1 && at[1] == -1);
+  kf_lines_release(l);
+
+  /* Function positions: exact offsets; one claimed by two functions names
+   * neither; script 0 is no script; the cap drops and counts. */
+  kf_funcpos_t *f = kf_funcpos_new(5);
+  static const uint32_t g[][2] = {{0, 100}, {4, 104}, {9, 110}};
+  static const uint32_t h[][2] = {{0, 110}, {3, 120}, {5, 121}, {7, 122}};
+  kf_lines_t *lg = lines_of(g, 3), *lh = lines_of(h, 4);
+  char name[64];
+  CHECK(kf_funcpos_add(f, 3, "g a.js:1:1", lg) == 0);
+  CHECK(kf_funcpos_add(f, 3, "h a.js:9:1", lh) == 0);
+  CHECK(kf_funcpos_add(f, 0, "x", lg) == 0);
+  CHECK(kf_funcpos_find(f, 3, 104, name, sizeof name) == 10);
+  CHECK_STR(name, "g a.js:1:1");
+  CHECK(kf_funcpos_find(f, 3, 110, name, sizeof name) == -1); /* ambiguous */
+  CHECK(kf_funcpos_find(f, 3, 120, name, sizeof name) == 10);
+  CHECK(kf_funcpos_find(f, 3, 101, name, sizeof name) == -1); /* not an offset of g */
+  CHECK(kf_funcpos_find(f, 4, 104, name, sizeof name) == -1); /* another script */
+  CHECK(kf_funcpos_find(f, 3, -1, name, sizeof name) == -1);
+  CHECK(kf_funcpos_find(f, 3, 104, name, 4) == 10 && strcmp(name, "g a") == 0);
+  kf_funcpos_stats_t st;
+  kf_funcpos_stats(f, &st);
+  CHECK_EQ_U64(st.entries, 5);
+  CHECK_EQ_U64(st.dropped, 1); /* h's 122 */
+  CHECK_EQ_U64(st.ambiguous, 1);
+  CHECK_EQ_U64(st.functions, 2);
+  kf_lines_release(lg);
+  kf_lines_release(lh);
+  kf_funcpos_free(f);
+}
+
+static void inlined_functions_named(void) {
+  /* hot's optimized code (script 7) inlines sq: offsets 200-208 of its
+   * code are at sq's source offsets 30 and 34, the rest at hot's own. */
+  kf_codemap_t *m = kf_codemap_new();
+  kf_funcpos_t *f = kf_funcpos_new(1000);
+  add_named(m, 0x700000, 0x400, "JS:*hot a.js:4:13", 0);
+  static const uint32_t code[][2] = {{0, 90}, {100, 95}, {200, 30}, {204, 34}, {300, 99}, {400, 77}};
+  kf_lines_t *lines = lines_of(code, 6);
+  CHECK(kf_codemap_attach_lines(m, 0x700000, 7, lines) == 0);
+  CHECK(kf_codemap_attach_lines(m, 0x900000, 7, lines) == -ENOENT);
+  kf_lines_release(lines);
+  static const uint32_t sq[][2] = {{0, 30}, {2, 34}, {5, 38}};
+  static const uint32_t hot[][2] = {{0, 90}, {2, 95}, {5, 99}};
+  kf_lines_t *lsq = lines_of(sq, 3), *lhot = lines_of(hot, 3);
+  CHECK(kf_funcpos_add(f, 7, "sq a.js:2:12", lsq) == 0);
+  CHECK(kf_funcpos_add(f, 7, "hot a.js:4:13", lhot) == 0);
+  /* 77: an offset no function of script 7 has (another script's inlinee) */
+  kf_lines_release(lsq);
+  kf_lines_release(lhot);
+
+  kf_jitframes_t *j = kf_jitframes_new(m, NULL);
+  kf_jitframes_inlining(j, f);
+  uint64_t leaf[] = {U, 0x700000 + 202, 0x7000}, out[5];
+  CHECK(kf_jitframes_resolve(j, 5, leaf, 3, NULL, out) == 4);
+  CHECK_STR(name_of(j, out[1]), "sq a.js:2:12_[i]");
+  CHECK_STR(name_of(j, out[2]), "hot a.js:4:13_[j]");
+  CHECK_STR(kf_jitframes_name(j, out[1], 1), "*sq a.js:2:12_[i]");
+  CHECK_EQ_U64(kf_jitframes_stats(j)->inlined, 1);
+  /* A return address is looked up one byte before: 205 is sq's call. */
+  uint64_t ret[] = {U, 0x7100, 0x700000 + 205, 0x7000};
+  CHECK(kf_jitframes_resolve(j, 5, ret, 4, NULL, out) == 5);
+  CHECK_STR(name_of(j, out[2]), "sq a.js:2:12_[i]");
+  /* hot's own code: one frame. */
+  uint64_t own[] = {U, 0x700000 + 150};
+  CHECK(kf_jitframes_resolve(j, 5, own, 2, NULL, out) == 2);
+  CHECK_STR(name_of(j, out[1]), "hot a.js:4:13_[j]");
+  /* At 300 (offset 99, hot's) and 400 (77, nobody's): no inlined frame. */
+  uint64_t other[] = {U, 0x700000 + 410};
+  CHECK(kf_jitframes_resolve(j, 5, other, 2, NULL, out) == 2);
+  /* A lone match is not enough: offset 30 with neighbours that are not
+   * sq's. */
+  kf_lines_t *lone = lines_of((const uint32_t[][2]){{0, 90}, {10, 30}, {20, 99}}, 3);
+  add_named(m, 0x800000, 0x100, "JS:*cold a.js:7:1", 0);
+  CHECK(kf_codemap_attach_lines(m, 0x800000, 7, lone) == 0);
+  kf_lines_release(lone);
+  uint64_t single[] = {U, 0x800000 + 12};
+  CHECK(kf_jitframes_resolve(j, 5, single, 2, NULL, out) == 2);
+  CHECK_EQ_U64(kf_jitframes_stats(j)->inlined, 2);
+  /* Moved code keeps its table. */
+  CHECK(kf_codemap_move(m, 0x700000, 0xa00000, 1) == 0);
+  uint64_t moved[] = {U, 0xa00000 + 202};
+  CHECK(kf_jitframes_resolve(j, 5, moved, 2, NULL, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "sq a.js:2:12_[i]");
+  kf_jitframes_free(j);
+  kf_funcpos_free(f);
+  kf_codemap_free(m);
+}
+
+static void long_names_whole(void) {
+  /* names longer than any small buffer come out whole */
+  kf_codemap_t *m = kf_codemap_new();
+  char v8name[600], want[600];
+  memset(v8name, 'x', sizeof v8name);
+  memcpy(v8name, "JS:*", 4);
+  v8name[sizeof v8name - 1] = '\0';
+  snprintf(want, sizeof want, "%s_[j]", v8name + 4);
+  want[sizeof want - 1] = '\0';
+  add_named(m, 0x700000, 0x100, v8name, 0);
+  kf_jitframes_t *j = kf_jitframes_new(m, NULL);
+  uint64_t ips[] = {U, 0x700010}, out[3];
+  CHECK(kf_jitframes_resolve(j, 5, ips, 2, NULL, out) == 2);
+  CHECK(strlen(name_of(j, out[1])) == strlen(v8name) - 4 + 4);
+  CHECK(strncmp(name_of(j, out[1]), v8name + 4, strlen(v8name) - 4) == 0);
+  kf_jitframes_free(j);
+  kf_codemap_free(m);
+}
+
 static void aliases_of_remapped_code(void) {
   /* node's text, and V8's copy of its embedded builtins (file offset
    * 0x14c4000 of the same file) next to the JIT code. */
@@ -288,6 +418,9 @@ static const kftest_case_t cases[] = {
     {"v8frames: the BytecodeArray slot of a JS frame", bytecode_slot},
     {"jitframes: interpreter frames named from their bytecode", interpreted_frames_named},
     {"jitframes: the running function put back under a leaf", running_function_put_back},
+    {"jitlines: line tables and small functions' offsets", line_tables},
+    {"jitframes: inlined functions named from source offsets", inlined_functions_named},
+    {"jitframes: long names come out whole", long_names_whole},
     {"procmaps: V8's remapped builtins looked up at their first address", aliases_of_remapped_code},
     {NULL, NULL},
 };

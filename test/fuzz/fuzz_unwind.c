@@ -1,12 +1,13 @@
 /* libFuzzer target: reading V8 frames off a sample's stack copy, as the
  * collector does (userstack.c, v8frames.c, jitframes.c), against a fixed
  * code map of what a V8 process has (the shared interpreter trampoline, a
- * bytecode handler, JS code, a builtin, two BytecodeArrays).
+ * bytecode handler, JS code with a line table and an inlined function, a
+ * builtin, two BytecodeArrays).
  *
  * Input: 8 bytes of bp, 1 byte of callchain length n (at most 64), n
  * 8-byte user ips, then the stack copy (from sp = 0x7ffd0000).
  * Invariants: nothing read outside the copy (ASan), at most one frame
- * added, every output entry is an input ip, 0 (for an input that looks like
+ * added per input frame, every output entry is an input ip, 0 (for an input that looks like
  * a token) or a token with a name, the frame chain moves up the stack. */
 #include <linux/perf_event.h>
 #include <stdint.h>
@@ -26,9 +27,10 @@
 
 static kf_codemap_t *map;
 static kf_jitframes_t *jit;
+static kf_funcpos_t *funcpos;
 
 static void add(uint64_t start, uint64_t len, const char *v8name, int bytecode) {
-  char name[256], tier;
+  char name[1024], tier;
   kf_jitname(v8name, strlen(v8name), name, sizeof name, &tier);
   enum kf_code_kind kind =
       bytecode ? KF_CODE_BYTECODE : kf_jitname_kind(v8name, strlen(v8name));
@@ -44,7 +46,21 @@ static void setup(void) {
   add(0x500036, 0x40, "JS:~foo a.js:1:1", 1);
   add(0x600036, 0x40, "JS:~other a.js:9:1", 1);
   jit = kf_jitframes_new(map, kf_v8layout_for("11.3.244.8-node.33"));
-  if (!map || !jit) abort();
+  funcpos = kf_funcpos_new(1000);
+  if (!map || !jit || !funcpos) abort();
+  /* bar's optimized code inlines sq (source offsets 30, 34) */
+  kf_lines_t *code = kf_lines_new(), *sq = kf_lines_new();
+  static const uint32_t at[][2] = {{0, 90}, {16, 30}, {24, 34}, {64, 99}};
+  for (size_t i = 0; i < 4; i++) kf_lines_push(code, at[i][0], at[i][1]);
+  kf_lines_push(sq, 0, 30);
+  kf_lines_push(sq, 2, 34);
+  if (kf_lines_seal(code) || kf_lines_seal(sq) ||
+      kf_codemap_attach_lines(map, 0x300000, 7, code) ||
+      kf_funcpos_add(funcpos, 7, "sq a.js:3:1", sq))
+    abort();
+  kf_lines_release(code);
+  kf_lines_release(sq);
+  kf_jitframes_inlining(jit, funcpos);
 }
 
 static uint64_t le64(const uint8_t *p) {
@@ -62,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* The callchain as the kernel writes it: the user context marker, then
    * the user ips. Exactly sized: ASan sees a read or write past it. */
   uint64_t *ips = malloc((n + 1) * sizeof(uint64_t));
-  uint64_t *out = malloc((n + 2) * sizeof(uint64_t));
+  uint64_t *out = malloc((2 * n + 1) * sizeof(uint64_t));
   uint64_t *fps = malloc((n ? n : 1) * sizeof(uint64_t));
   if (!ips || !out || !fps) abort();
   ips[0] = (uint64_t)PERF_CONTEXT_USER;
@@ -81,7 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   int got = kf_jitframes_resolve(jit, 5, ips, (uint32_t)n + 1, &stack, out);
   if (got < 0) FAIL("resolve failed: %d", got);
-  if ((size_t)got > n + 2 || (size_t)got < n + 1) FAIL("%d entries from %zu", got, n + 1);
+  if ((size_t)got > 2 * n + 1 || (size_t)got < n + 1) FAIL("%d entries from %zu", got, n + 1);
   for (int i = 0; i < got; i++) {
     if (!kf_jitframes_is_token(out[i])) {
       int seen = out[i] == 0; /* what a token-shaped input ip becomes */
