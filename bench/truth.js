@@ -5,7 +5,8 @@
 // devDependencies acorn, marked and typescript. V8's profiler is the reference
 // because it knows what kflame has to infer: every JS frame by its function,
 // interpreted or not, and inlined functions as frames of their own (V8 reads
-// its inlining positions; kflame, walking machine frames, does not yet).
+// its inlining positions; kflame walks machine frames and splits inlined
+// functions off from V8's line events, as "name file:line:col_[i]" frames).
 //
 // Workloads, each run on the main thread for --seconds of its CPU time (3.5 s
 // by default; measured from /proc/thread-self/schedstat, so a busy machine
@@ -39,9 +40,12 @@
 // "name path:line:col" (1-based line and column of the function's start, as
 // kflame prints them; V8's 0-based positions + 1, its file:// URLs as paths;
 // "(anonymous)" for V8's empty names; RegExp code as "RegExp:/source/").
-// A JS frame is a function frame: builtins, bytecode handlers, kflame's
-// "(interpreted)" (a function it could not name), node's C++ callbacks
-// (V8's nodes without URL and line) are not functions here.
+// A JS frame is a function frame, kflame's inlined "_[i]" frames included:
+// builtins, bytecode handlers, kflame's "(interpreted)" (a function it could
+// not name), node's C++ callbacks (V8's nodes without URL and line) are not
+// functions here. Each kflame side is also read again with its "_[i]" frames
+// dropped ("`_[i]` frames dropped" rows): the picture without inlined
+// functions, to see what splitting them off buys.
 //   self share of F       samples whose innermost JS function is F / counted
 //   inclusive share of F  samples with F anywhere on the stack / counted
 // Counted samples (the denominator), on each side, are the window's samples
@@ -58,19 +62,31 @@
 // and C++ it calls (V8 charges them to the innermost JS frame; kflame's
 // innermost JS frame is the same function). What each side left out is
 // reported: V8's (program) is the thread with no JS stack (or one V8 could
-// not walk), kflame's "no named JS" its counterpart; the two GC shares should
-// agree if the collector frames are recognised.
+// not walk), kflame's "no named JS" its counterpart (chains broken in libc,
+// kernel-only stacks). The two GC shares need not agree: V8's sampler ticks
+// on wall time and drops ticks when its threads are starved, kflame samples
+// the thread's CPU time (so the summary gives samples per ms of thread CPU).
 //
-// Reported per workload: the top --top (10) functions by V8's self share and
-// by V8's inclusive share (medians over the rounds, with min-max), kflame's
-// medians and the difference in points; the largest |difference| of each.
-// The inclusive ranking leaves out the frames V8 has on (nearly) every stack
-// (>= 99.5%: node's module loader and this file's driver, below the work): a
-// line of its own says how often kflame has those named. Also, for kflame:
-// counted samples with an "(interpreted)" frame, named JS frames per counted
-// sample (V8's JS frames per sample beside it: V8 has inlined functions as
-// frames too), and stats.details.interpretedNamed / interpretedUnnamed /
-// runningAdded (medians per round) where the addon reports them.
+// Reported per workload, as markdown tables:
+//   - a summary row per side: samples, what was left out, JS frames per
+//     counted sample, the share of samples the two sides give to a different
+//     innermost function (half the sum of |self share differences| over all
+//     functions, median over pairs of rounds; the same between a side's own
+//     rounds is the floor that sampling noise and run-to-run variation alone
+//     give), the largest |difference| in the top-10 tables, how often kflame
+//     names the driver frames (node's module loader and this file, below
+//     the work, on every V8 sample), counted samples cut at
+//     kernel.perf_event_max_stack ("[truncated]": the outermost frames are
+//     lost), counted samples with an "(interpreted)" frame, and
+//     stats.details.interpretedNamed / interpretedUnnamed / runningAdded
+//     (medians per round) where the addon reports them;
+//   - the top --top (10) functions by V8's self share (medians over the
+//     rounds, min-max), kflame's medians, the difference in points, and the
+//     JS caller V8 sees under the function's self samples (where a profiler
+//     that does not split inlined frames puts that time);
+//   - the top 10 library functions by V8's inclusive share (the driver frames
+//     left out: they are on every stack), and the driver frames kflame names
+//     on fewer than 95% of samples.
 //
 //   node bench/truth.js [--quick] [--rounds N] [--seconds S] [--hz N] [--top N]
 //     [--workloads acorn,marked,typescript] [--modes v8,kflame,register]
@@ -361,6 +377,7 @@ function trial (name, mode, opts) {
     if (r.status !== 0) throw new Error(`${name}/${mode}: the child exited ${r.status ?? r.signal}:\n${tail()}`)
     const res = JSON.parse(fs.readFileSync(path.join(dir, 'result.json'), 'utf8'))
     let side
+    let sideOuter = null
     if (mode === 'v8') {
       const file = fs.readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))
       if (!file) throw new Error(`${name}/v8: node --cpu-prof wrote no .cpuprofile in ${dir}`)
@@ -368,9 +385,11 @@ function trial (name, mode, opts) {
     } else {
       const file = path.join(dir, mode === 'kflame' ? 'kflame.folded' : 'register.folded')
       if (!fs.existsSync(file)) throw new Error(`${name}/${mode}: no folded profile written:\n${tail()}`)
-      side = fromFolded(fs.readFileSync(file, 'utf8'), mode === 'register' ? LABEL : null)
+      const text = fs.readFileSync(file, 'utf8')
+      side = fromFolded(text, mode === 'register' ? LABEL : null)
+      sideOuter = fromFolded(text, mode === 'register' ? LABEL : null, false)
     }
-    return { ...side, iterations: res.iterations, cpuMs: res.cpuMs, inputBytes: res.inputBytes, stats: res.stats }
+    return { side, sideOuter, iterations: res.iterations, cpuMs: res.cpuMs, inputBytes: res.inputBytes, stats: res.stats }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true })
   }
@@ -385,7 +404,7 @@ function trial (name, mode, opts) {
 // sum over counted samples of their JS function frames.
 
 function emptySide () {
-  return { total: 0, excluded: {}, counted: 0, self: new Map(), incl: new Map(), callers: new Map(), jsFrames: 0, interpretedSamples: 0 }
+  return { total: 0, excluded: {}, counted: 0, self: new Map(), incl: new Map(), callers: new Map(), jsFrames: 0, interpretedSamples: 0, truncatedSamples: 0, inlinedSamples: 0 }
 }
 
 const bump = (m, k, n) => m.set(k, (m.get(k) || 0) + n)
@@ -443,10 +462,11 @@ function fromCpuprofile (profile, [fromUs, toUs]) {
 }
 
 // kflame's JS function frame "name path:line:col_[j]" (a V8 tier marker
-// ~^+* in front when profiled with tiers) as its key; RegExp code as
-// "RegExp:/source/"; else null.
-function kflameKey (f) {
-  if (!f.endsWith('_[j]')) return null
+// ~^+* in front when profiled with tiers), or "name path:line:col_[i]" for a
+// function V8 inlined into the frame's code (`inlined` false drops those),
+// as its key; RegExp code as "RegExp:/source/"; else null.
+function kflameKey (f, inlined = true) {
+  if (!f.endsWith('_[j]') && !(inlined && f.endsWith('_[i]'))) return null
   const s = f.slice(0, -4)
   if (s.startsWith('RegExp:/')) return s
   if (/^(Builtin|BytecodeHandler):/.test(s) || s === '(interpreted)' || s === '[jit]') return null
@@ -457,7 +477,9 @@ function kflameKey (f) {
 // V8's collector on the main thread: what V8 reports as (garbage collector).
 const GC_FRAME = /^v8::internal::(Heap::(CollectGarbage|CollectAllGarbage|CollectAllAvailableGarbage|PerformGarbageCollection|Scavenge|MarkCompact|MinorMarkCompact|FinalizeIncrementalMarkingAtomically)|ScavengerCollector::|MarkCompactCollector::|MinorMarkCompactCollector::|IncrementalMarking::(Step|AdvanceOnAllocation|AdvanceAndFinalizeIfComplete|Advance\b))/
 
-function fromFolded (text, label) {
+// `inlined` false: as if kflame did not split inlined functions off their
+// outer code (what it did before it read V8's line events).
+function fromFolded (text, label, inlined = true) {
   const side = emptySide()
   for (const line of text.split('\n')) {
     const sp = line.lastIndexOf(' ')
@@ -473,8 +495,10 @@ function fromFolded (text, label) {
     const keys = []
     let gc = false
     let interpreted = false
+    let inl = false
     for (let i = 1; i < frames.length; i++) {
-      const k = kflameKey(frames[i])
+      const k = kflameKey(frames[i], inlined)
+      if (k && frames[i].endsWith('_[i]')) inl = true
       // kflame's own JS (label() in the register side) is not the app's.
       if (k) { if (!k.includes(KFLAME_LIB)) keys.push(k) }
       else if (frames[i] === '(interpreted)_[j]') interpreted = true
@@ -483,6 +507,10 @@ function fromFolded (text, label) {
     if (!keys.length) { exclude(side, 'noJs', n); continue }
     if (gc) { exclude(side, 'gc', n); continue }
     countStack(side, keys, n, interpreted)
+    if (inl) side.inlinedSamples += n
+    // The kernel's callchain stops at kernel.perf_event_max_stack frames:
+    // the outermost are lost.
+    if (frames[1] === '[truncated]') side.truncatedSamples += n
   }
   return side
 }
@@ -508,19 +536,37 @@ const isDriver = (key) => / node:\S*:\d+:\d+$/.test(key) || key.includes(` ${__f
 const ALWAYS = 99.5
 
 // Half the sum of |self share differences| over all functions: the share of
-// samples the two sides give to a different innermost function (total
-// variation distance of the two self distributions), from the medians.
+// samples the two profiles give to a different innermost function (the total
+// variation distance of the two self distributions). Sampling noise alone
+// makes it well above 0 when time spreads over many functions: compare it
+// with the same measure between two rounds of one side.
 function selfDistance (a, b) {
-  const keys = new Set([...a.keys(), ...b.keys()])
   let d = 0
-  for (const k of keys) d += Math.abs((a.get(k) || 0) - (b.get(k) || 0))
-  return d / 2
+  for (const [k, n] of a.self) d += Math.abs(n / a.counted - (b.self.get(k) || 0) / b.counted)
+  for (const [k, n] of b.self) if (!a.self.has(k)) d += n / b.counted
+  return 50 * d
 }
 
+// Median distance over round pairs: one side against another, or (b
+// omitted) a side's rounds against each other.
+function pairDistance (as, bs) {
+  const ds = []
+  if (bs) for (const a of as) for (const b of bs) ds.push(selfDistance(a, b))
+  else for (let i = 0; i < as.length; i++) for (let j = i + 1; j < as.length; j++) ds.push(selfDistance(as[i], as[j]))
+  return median(ds)
+}
+
+// A side as measured ('kflame'), or read again with kflame's inlined frames
+// dropped ('kflame/outer'): the two share their trials.
+const baseMode = (v) => v.split('/')[0]
+const modeName = (v) => v.endsWith('/outer') ? `${MODE_NAMES[baseMode(v)]}, \`_[i]\` frames dropped` : MODE_NAMES[v]
+
 function compareWorkload (name, trials, modes, top) {
-  const by = (mode) => trials.filter((t) => t.mode === mode).map((t) => t.side)
+  const variants = [...modes, ...modes.filter((m) => m !== 'v8').map((m) => `${m}/outer`)]
+  const trialsOf = (v) => trials.filter((t) => t.mode === baseMode(v))
+  const by = (v) => trialsOf(v).map((t) => v.endsWith('/outer') ? t.sideOuter : t.side)
   const v8 = by('v8')
-  const others = modes.filter((m) => m !== 'v8')
+  const others = variants.filter((m) => m !== 'v8')
   const keysOf = (sides, kind) => {
     const keys = new Set()
     for (const s of sides) for (const k of s[kind].keys()) keys.add(k)
@@ -554,18 +600,11 @@ function compareWorkload (name, trials, modes, top) {
   const incl = withOthers('incl', rank('incl', isDriver).slice(0, top))
   const driver = withOthers('incl', rank('incl', (k) => !isDriver(k)).filter((r) => r.v8.median >= ALWAYS))
 
-  const medianMap = (sides, kind) => {
-    const m = new Map()
-    for (const k of keysOf(sides, kind)) m.set(k, shareOf(sides, kind, k).median)
-    return m
-  }
-  const v8SelfMedians = medianMap(v8, 'self')
-
   const sideSummary = (mode) => {
     const ss = by(mode)
     const exc = (why) => median(ss.map((s) => pct(s.excluded[why] || 0, s.total)))
     const maxAbs = (rows) => rows.length ? Math.max(...rows.map((r) => Math.abs(r[`${mode}Diff`]))) : null
-    const details = (f) => median(trials.filter((t) => t.mode === mode).map((t) => t.stats && t.stats.details ? t.stats.details[f] ?? null : null))
+    const details = (f) => median(trialsOf(mode).map((t) => t.stats && t.stats.details ? t.stats.details[f] ?? null : null))
     return {
       mode,
       rounds: ss.length,
@@ -574,23 +613,29 @@ function compareWorkload (name, trials, modes, top) {
       // V8 samples wall time (and drops samples when its threads are
       // starved); kflame the thread's CPU time: samples per ms of the thread's
       // CPU time in the window say which.
-      samplesPerCpuMs: median(trials.filter((t) => t.mode === mode).map((t) => t.side.total / t.cpuMs)),
-      iterationsPerRound: median(trials.filter((t) => t.mode === mode).map((t) => t.iterations)),
+      samplesPerCpuMs: median(trialsOf(mode).map((t) => t.side.total / t.cpuMs)),
+      iterationsPerRound: median(trialsOf(mode).map((t) => t.iterations)),
       excluded: mode === 'v8'
         ? { program: exc('program'), gc: exc('gc'), idle: exc('idle'), root: exc('root') }
         : { noJs: exc('noJs'), gc: exc('gc') },
       jsFramesPerSample: median(ss.map((s) => s.counted ? s.jsFrames / s.counted : null)),
       interpretedShare: mode === 'v8' ? null : median(ss.map((s) => pct(s.interpretedSamples, s.counted))),
+      inlinedShare: mode === 'v8' ? null : median(ss.map((s) => pct(s.inlinedSamples, s.counted))),
       maxAbsDiffSelf: mode === 'v8' ? null : maxAbs(self),
       maxAbsDiffIncl: mode === 'v8' ? null : maxAbs(incl),
-      selfDistance: mode === 'v8' ? null : selfDistance(v8SelfMedians, medianMap(ss, 'self')),
+      selfDistance: mode === 'v8' ? null : pairDistance(v8, ss),
+      selfDistanceRoundToRound: pairDistance(ss),
+      truncatedShare: mode === 'v8' ? null : median(ss.map((s) => pct(s.truncatedSamples, s.counted))),
       driver: mode === 'v8' ? null : { frames: driver.length, minShare: driver.length ? Math.min(...driver.map((r) => r[mode].median)) : null, medianShare: median(driver.map((r) => r[mode].median)) },
+      // Samples kflame lost (rings overflowed): stats of the kflame side only.
+      lostShare: median(trialsOf(mode).filter((t) => t.stats).map((t) => pct(t.stats.lost, t.stats.samples + t.stats.lost))),
       interpretedNamed: details('interpretedNamed'),
       interpretedUnnamed: details('interpretedUnnamed'),
-      runningAdded: details('runningAdded')
+      runningAdded: details('runningAdded'),
+      inlinedFrames: details('inlinedFrames')
     }
   }
-  return { name, summary: modes.map(sideSummary), self, incl, driver }
+  return { name, summary: variants.map(sideSummary), self, incl, driver }
 }
 
 // --- tables ----------------------------------------------------------------------
@@ -613,7 +658,7 @@ const spread = (s) => s.rounds.length > 1 ? `${f1(s.median)} (${f1(s.min)}-${f1(
 function functionTable (rows, modes, what, caller) {
   const others = modes.filter((m) => m !== 'v8')
   const out = [
-    `| ${what} | V8 % | ${others.map((m) => `${MODE_NAMES[m]} % | diff (pts)`).join(' | ')} |${caller ? ' V8\'s caller under its self samples |' : ''}`,
+    `| ${what} | V8 % | ${others.map((m) => `${modeName(m)} % | diff (pts)`).join(' | ')} |${caller ? ' V8\'s caller under its self samples |' : ''}`,
     `| --- | --- | ${others.map(() => '--- | ---').join(' | ')} |${caller ? ' --- |' : ''}`
   ]
   for (const r of rows) {
@@ -627,19 +672,27 @@ function functionTable (rows, modes, what, caller) {
 function formatTables (r) {
   const out = []
   const others = r.modes.filter((m) => m !== 'v8')
-  out.push('| workload | side | samples per round (counted), per ms of thread CPU | left out: V8 (program) / GC / idle; kflame no named JS / GC | JS frames per counted sample | self shares on another function | max \\|diff\\| in the top 10: self, inclusive (pts) | driver frames V8 has on every sample: kflame\'s share, min / median | counted samples with `(interpreted)` | interpretedNamed / interpretedUnnamed / runningAdded per round |')
-  out.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
+  out.push('| workload | side | samples per round (counted), per ms of thread CPU | left out: V8 (program) / GC / idle; kflame no named JS / GC | JS frames per counted sample | self shares on another function: against V8, round to round | max \\|diff\\| in the top 10: self, inclusive (pts) |')
+  out.push('| --- | --- | --- | --- | --- | --- | --- |')
   for (const w of r.workloads) {
     for (const s of w.summary) {
       const e = s.excluded
       const v8 = s.mode === 'v8'
       const left = v8 ? `${f1(e.program)}% / ${f1(e.gc)}% / ${f1(e.idle)}%` : `${f1(e.noJs)}% / ${f1(e.gc)}%`
-      const det = v8 || (s.interpretedNamed === null && s.interpretedUnnamed === null) ? '-'
-        : `${s.interpretedNamed ?? '-'} / ${s.interpretedUnnamed ?? '-'} / ${s.runningAdded ?? '-'}`
-      out.push(`| ${w.name} | ${MODE_NAMES[s.mode]} | ${s.samplesPerRound} (${s.countedPerRound}), ${s.samplesPerCpuMs.toFixed(2)} | ${left} | ${f1(s.jsFramesPerSample)} | ` +
-        `${v8 ? '-' : `${f1(s.selfDistance)}%`} | ${v8 ? '-' : `${f1(s.maxAbsDiffSelf)}, ${f1(s.maxAbsDiffIncl)}`} | ` +
-        `${v8 ? `${w.driver.length} frames` : `${f1(s.driver.minShare)}% / ${f1(s.driver.medianShare)}%`} | ` +
-        `${v8 ? '-' : `${f1(s.interpretedShare)}%`} | ${det} |`)
+      out.push(`| ${w.name} | ${modeName(s.mode)} | ${Math.round(s.samplesPerRound)} (${Math.round(s.countedPerRound)}), ${s.samplesPerCpuMs.toFixed(2)}` +
+        `${s.lostShare ? `, ${f1(s.lostShare)}% lost` : ''} | ${left} | ${f1(s.jsFramesPerSample)} | ` +
+        `${v8 ? '-' : `${f1(s.selfDistance)}%`}, ${s.selfDistanceRoundToRound === null ? '-' : `${f1(s.selfDistanceRoundToRound)}%`} | ` +
+        `${v8 ? '-' : `${f1(s.maxAbsDiffSelf)}, ${f1(s.maxAbsDiffIncl)}`} |`)
+    }
+  }
+  out.push('')
+  out.push(`| workload | side | driver frames on every V8 sample (${r.workloads[0] ? r.workloads[0].driver.length : 0}): kflame's share, min / median | counted samples cut at perf_event_max_stack | with an \`(interpreted)\` frame | with an inlined \`_[i]\` frame | interpretedNamed / interpretedUnnamed / runningAdded / inlinedFrames per round |`)
+  out.push('| --- | --- | --- | --- | --- | --- | --- |')
+  for (const w of r.workloads) {
+    for (const s of w.summary.filter((x) => x.mode !== 'v8' && !x.mode.endsWith('/outer'))) {
+      const d = [s.interpretedNamed, s.interpretedUnnamed, s.runningAdded, s.inlinedFrames]
+      out.push(`| ${w.name} | ${modeName(s.mode)} | ${f1(s.driver.minShare)}% / ${f1(s.driver.medianShare)}% | ${f1(s.truncatedShare)}% | ` +
+        `${f1(s.interpretedShare)}% | ${f1(s.inlinedShare)}% | ${d.every((x) => x === null) ? '-' : d.map((x) => x ?? '-').join(' / ')} |`)
     }
   }
   const rounds = `median of ${r.rounds}${r.rounds > 1 ? ', min-max' : ''}`
@@ -715,16 +768,19 @@ function main () {
             t = trial(name, mode, opts)
             break
           } catch (err) {
-            if (attempt >= opts.retries) throw err
+            if (attempt >= opts.retries) {
+              console.error(`bench/truth.js: ${err.message}`)
+              process.exit(1)
+            }
             // An addon being rebuilt under the run fails to load for a moment.
             console.error(`  ${err.message.split('\n').slice(0, 2).join(' ')}\n  retrying in 20 s (--retries ${opts.retries})`)
             notes.push(`${name}/${mode} round ${round + 1} failed once and was retried: ${err.message.split('\n')[0]}`)
             spawnSync('sleep', ['20'])
           }
         }
-        trials.push({ name, mode, round, side: t, iterations: t.iterations, cpuMs: t.cpuMs, inputBytes: t.inputBytes, stats: t.stats })
+        trials.push({ name, mode, round, ...t })
         console.error(`  round ${round + 1}/${opts.rounds} ${name} ${mode}: ${t.iterations} iterations, ${Math.round(t.cpuMs)} ms CPU, ` +
-          `${t.total} main-thread samples, ${t.counted} counted`)
+          `${t.side.total} main-thread samples, ${t.side.counted} counted`)
       }
     }
   }
@@ -745,7 +801,7 @@ function main () {
     notes,
     inputs: Object.fromEntries(names.map((n) => [n, trials.find((t) => t.name === n).inputBytes])),
     workloads,
-    trials: trials.map(({ side, ...rest }) => ({
+    trials: trials.map(({ side, sideOuter, ...rest }) => ({
       ...rest, samples: side.total, counted: side.counted, excluded: side.excluded, stats: rest.stats ? { samples: rest.stats.samples, lost: rest.stats.lost, details: rest.stats.details } : null
     }))
   }
