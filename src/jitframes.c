@@ -210,8 +210,10 @@ static int frame_function(kf_jitframes_t *j, uint64_t time,
 
 /* The function a leaf builtin or bytecode handler was running for, which
  * the callchain skips when the leaf has no frame of its own: it starts at
- * the caller's frame pointer (bp) and return address. Returns 1 with its
- * token, 0 when there is none to put back, or -ENOMEM.
+ * the caller's frame pointer (bp) and return address. Returns how many
+ * tokens to put back under the leaf, leaf first, into tokens (1, or 2 when
+ * the call was in a function inlined into the caller's code), 0 when there
+ * is none, or -ENOMEM.
  * - A bytecode handler runs in the interpreter frame at bp (when it has a
  *   frame of its own, bp holds a typed-frame marker where an interpreter
  *   frame holds a context, and nothing is found).
@@ -221,23 +223,28 @@ static int frame_function(kf_jitframes_t *j, uint64_t time,
 static int running_function(kf_jitframes_t *j, uint64_t time,
                             const kf_userstack_t *stack,
                             const kf_code_info_t *leaf, const uint64_t *ips,
-                            uint32_t nuser, uint64_t *token) {
+                            uint32_t nuser, uint64_t tokens[2]) {
   if (leaf->kind == KF_CODE_BYTECODE_HANDLER)
-    return frame_function(j, time, stack, stack->bp, token);
-  uint64_t ret;
+    return frame_function(j, time, stack, stack->bp, &tokens[0]);
+  uint64_t ret, next_token, caller_token;
   kf_code_info_t caller, next;
-  uint64_t next_token;
+  char name[NAME_BYTES];
   if (leaf->kind != KF_CODE_OTHER ||
       kf_userstack_word(stack, stack->sp, &ret) != 0)
     return 0;
-  int rc = token_at(j, ret - 1, time, token, &caller);
-  if (rc <= 0 || caller.kind != KF_CODE_JS) return rc;
+  int rc = named_token_at(j, ret - 1, time, &caller_token, &caller, name);
+  if (rc <= 0) return rc;
+  if (caller.kind != KF_CODE_JS) return 0;
   if (nuser > 1) {
     rc = token_at(j, ips[1] - 1, time, &next_token, &next);
     if (rc < 0) return rc;
     if (rc > 0 && next.start == caller.start) return 0;
   }
-  return 1;
+  /* The call may be in a function inlined into the caller's code. */
+  rc = inlined_at(j, &caller, name, &tokens[0]);
+  if (rc < 0) return rc;
+  tokens[rc] = caller_token;
+  return rc + 1;
 }
 
 int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
@@ -290,11 +297,13 @@ int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
       if (found) j->stats.interpreted_named++;
       else j->stats.interpreted_unnamed++;
     } else if (k == 0 && nfps > 0) {
+      uint64_t put_back[2];
       found = running_function(j, time, stack, &info, ips + user, nr - user,
-                               &function);
+                               put_back);
       if (found < 0) return -ENOMEM;
-      if (found) out[n++] = function;
+      for (int f = 0; f < found; f++) out[n++] = put_back[f];
       if (found) j->stats.running_added++;
+      if (found == 2) j->stats.inlined++;
     }
   }
   return (int)n;

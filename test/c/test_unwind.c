@@ -233,8 +233,11 @@ static void running_function_put_back(void) {
   uint64_t framed[] = {U, BUILTIN + 4, BAR + 0x30, 0x7000};
   frame(&f, SP + 0x100, SP + 0x180, BAR + 0x30);
   CHECK(kf_jitframes_resolve(j, 5, framed, 4, &f.s, out) == 4);
-  /* What sp holds is not JS code: nothing. A native leaf: nothing. */
+  /* What sp holds is not JS code (nothing known there, or V8 code that
+   * is not a JS function's): nothing. A native leaf: nothing. */
   put(&f, SP, 0x7100);
+  CHECK(kf_jitframes_resolve(j, 5, b, 3, &f.s, out) == 3);
+  put(&f, SP, TRAMPOLINE + 0x11);
   CHECK(kf_jitframes_resolve(j, 5, b, 3, &f.s, out) == 3);
   uint64_t native[] = {U, 0x7200, 0x7000};
   put(&f, SP, BAR + 0x20);
@@ -343,6 +346,19 @@ static void inlined_functions_named(void) {
   uint64_t single[] = {U, 0x800000 + 12};
   CHECK(kf_jitframes_resolve(j, 5, single, 2, NULL, out) == 2);
   CHECK_EQ_U64(kf_jitframes_stats(j)->inlined, 2);
+  /* A frameless builtin called from inside the inlined sq: both put back. */
+  fake_t fk;
+  fake_init(&fk, SP + 0x100);
+  frame(&fk, SP + 0x100, SP + 0x180, 0x7000);
+  put(&fk, SP, 0x700000 + 205);
+  add_named(m, 0x400000, 0x100, "Builtin:MultiplySmi_Baseline", 0);
+  kf_jitframes_t *js = kf_jitframes_new(m, node20());
+  kf_jitframes_inlining(js, f);
+  uint64_t b[] = {U, 0x400004, 0x7000};
+  CHECK(kf_jitframes_resolve(js, 5, b, 3, &fk.s, out) == 5);
+  CHECK_STR(name_of(js, out[2]), "sq a.js:2:12_[i]");
+  CHECK_STR(name_of(js, out[3]), "hot a.js:4:13_[j]");
+  kf_jitframes_free(js);
   /* Moved code keeps its table. */
   CHECK(kf_codemap_move(m, 0x700000, 0xa00000, 1) == 0);
   uint64_t moved[] = {U, 0xa00000 + 202};

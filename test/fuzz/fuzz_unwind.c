@@ -7,7 +7,7 @@
  * Input: 8 bytes of bp, 1 byte of callchain length n (at most 64), n
  * 8-byte user ips, then the stack copy (from sp = 0x7ffd0000).
  * Invariants: nothing read outside the copy (ASan), at most one frame
- * added per input frame, every output entry is an input ip, 0 (for an input that looks like
+ * added per input frame and two under the leaf, every output entry is an input ip, 0 (for an input that looks like
  * a token) or a token with a name, the frame chain moves up the stack. */
 #include <linux/perf_event.h>
 #include <stdint.h>
@@ -78,7 +78,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* The callchain as the kernel writes it: the user context marker, then
    * the user ips. Exactly sized: ASan sees a read or write past it. */
   uint64_t *ips = malloc((n + 1) * sizeof(uint64_t));
-  uint64_t *out = malloc((2 * n + 1) * sizeof(uint64_t));
+  /* resolve's contract: room for 2 * nr + 1, nr = n + 1 with the marker */
+  uint64_t *out = malloc((2 * n + 3) * sizeof(uint64_t));
   uint64_t *fps = malloc((n ? n : 1) * sizeof(uint64_t));
   if (!ips || !out || !fps) abort();
   ips[0] = (uint64_t)PERF_CONTEXT_USER;
@@ -97,7 +98,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   int got = kf_jitframes_resolve(jit, 5, ips, (uint32_t)n + 1, &stack, out);
   if (got < 0) FAIL("resolve failed: %d", got);
-  if ((size_t)got > 2 * n + 1 || (size_t)got < n + 1) FAIL("%d entries from %zu", got, n + 1);
+  /* one more per user frame, two under the leaf at most */
+  if ((size_t)got > 2 * n + 2 || (size_t)got < n + 1) FAIL("%d entries from %zu", got, n + 1);
   for (int i = 0; i < got; i++) {
     if (!kf_jitframes_is_token(out[i])) {
       int seen = out[i] == 0; /* what a token-shaped input ip becomes */
