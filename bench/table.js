@@ -48,6 +48,21 @@ const BENCHES = [
     tables: (r) => require('./truth').formatTables(r)
   },
   {
+    file: 'stackcopy.json',
+    title: 'What the stack copy (`stackBytes`) costs and buys',
+    script: 'bench/stackcopy.js',
+    about: (r) => `${r.quick ? 'quick run, ' : ''}windows alternating in one process, seeded random order; ` +
+      'coverage from children whose code was compiled before kflame loaded',
+    tables: (r) => require('./stackcopy').readmeTables(r)
+  },
+  {
+    file: 'workers.json',
+    title: "Arming the code-event hook of workers that never load kflame",
+    script: 'bench/workers.js',
+    about: (r) => `${r.workers} short-lived workers in a row per process, ${r.rounds} rounds, processes alternating`,
+    tables: (r) => require('./workers').formatTables(r)
+  },
+  {
     file: 'http.json',
     title: 'An HTTP server under load',
     script: 'bench/http.js',

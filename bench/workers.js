@@ -23,6 +23,14 @@ const workers = Number(option(args, '--workers') || 40)
 const rounds = Number(option(args, '--rounds') || (args.includes('--quick') ? 3 : 7))
 const json = option(args, '--json')
 
+function formatTables (r) {
+  return [
+    '| mode | ms per worker, median of rounds (range) | workers armed |',
+    '| --- | --- | --- |',
+    ...r.modes.map((m) => `| ${m.name} | ${m.msPerWorker.toFixed(2)} (${m.min.toFixed(2)}-${m.max.toFixed(2)}) | ${m.armed} |`)
+  ]
+}
+
 const CHILD = `
 const load = process.argv[1]
 if (load !== 'none') require(${JSON.stringify(ROOT)})
@@ -51,36 +59,39 @@ const MODES = [
   { name: 'kflame loaded, KFLAME_JIT=lazy', load: 'kflame', env: { KFLAME_JIT: 'lazy' } }
 ]
 
-const perMode = MODES.map(() => [])
-const armedCounts = MODES.map(() => [])
-for (let r = 0; r < rounds; r++) {
-  MODES.forEach((m, i) => {
-    const res = spawnSync(process.execPath, ['-e', CHILD, m.load, String(workers)], {
-      env: { ...process.env, ...m.env }, encoding: 'utf8', timeout: 120000
+function main () {
+  const perMode = MODES.map(() => [])
+  const armedCounts = MODES.map(() => [])
+  for (let r = 0; r < rounds; r++) {
+    MODES.forEach((m, i) => {
+      const res = spawnSync(process.execPath, ['-e', CHILD, m.load, String(workers)], {
+        env: { ...process.env, ...m.env }, encoding: 'utf8', timeout: 120000
+      })
+      if (res.status !== 0) throw new Error(`${m.name}: exit ${res.status}: ${res.stderr}`)
+      const out = JSON.parse(res.stdout)
+      perMode[i].push(median(out.times))
+      armedCounts[i].push(out.armed)
     })
-    if (res.status !== 0) throw new Error(`${m.name}: exit ${res.status}: ${res.stderr}`)
-    const out = JSON.parse(res.stdout)
-    perMode[i].push(median(out.times))
-    armedCounts[i].push(out.armed)
-  })
+  }
+
+  const machine = machineNotes()
+  const result = {
+    workers,
+    rounds,
+    modes: MODES.map((m, i) => ({
+      name: m.name,
+      msPerWorker: median(perMode[i]),
+      min: Math.min(...perMode[i]),
+      max: Math.max(...perMode[i]),
+      armed: median(armedCounts[i])
+    }))
+  }
+  console.log(`workers: ${workers} short-lived workers in a row, ${rounds} rounds per mode, ${machineLine(machine)}`)
+  console.log(formatTables(result).join('\n'))
+  if (json) writeResults(json, machine, result)
 }
 
-const machine = machineNotes()
-const result = {
-  workers,
-  rounds,
-  modes: MODES.map((m, i) => ({
-    name: m.name,
-    msPerWorker: median(perMode[i]),
-    min: Math.min(...perMode[i]),
-    max: Math.max(...perMode[i]),
-    armed: median(armedCounts[i])
-  }))
-}
-console.log(`workers: ${workers} short-lived workers in a row, ${rounds} rounds per mode, ${machineLine(machine)}`)
-console.log('| mode | ms per worker, median of rounds (range) | workers armed |')
-console.log('| --- | --- | --- |')
-for (const m of result.modes) {
-  console.log(`| ${m.name} | ${m.msPerWorker.toFixed(2)} (${m.min.toFixed(2)}-${m.max.toFixed(2)}) | ${m.armed} |`)
-}
-if (json) writeResults(json, machine, result)
+if (require.main === module) main()
+
+module.exports = { formatTables }
+
