@@ -23,6 +23,13 @@
  * after it died, for samples stamped before the drain but published during
  * it. */
 #define RETIRE_MARGIN_NS 50000000ULL
+/* /proc/self/maps is read again for an address in no mapping known (the
+ * code space of a worker's new isolate, say): the first few times at most
+ * every 5 ms, then every 100 ms (stray addresses from broken frame chains
+ * miss too, and must not make the collector read maps all the time). */
+#define MAPS_RELOAD_NS 100000000ULL
+#define MAPS_RELOAD_SOON_NS 5000000ULL
+#define MAPS_RELOADS_SOON 16
 
 /* A thread seen in samples. `source` is the tid owning the opened event its
  * samples are taken from: itself when attached directly, else the creator it
@@ -54,6 +61,9 @@ struct kf_collector {
   uint64_t *scratch; /* a callchain with JIT frames as tokens */
   size_t scratch_cap;
   uint64_t perf_map_generation, perf_map_written_at;
+  kf_maps_t maps;          /* to tell unnamed generated code apart */
+  uint64_t maps_loaded_at;
+  uint32_t maps_reloads;
 };
 
 static void read_comm(uint32_t tid, char comm[16]) {
@@ -102,6 +112,45 @@ static const kf_event_owner_t *owner_of(const kf_collector_t *c, uint64_t id) {
   return lo < c->nowners && c->owners[lo].id == id ? &c->owners[lo] : NULL;
 }
 
+/* Generated code (an anonymous executable mapping) the code map does not
+ * know: an isolate without kflame's hook, whose code may be unmapped by
+ * stop() (a worker that exited), when it could no longer be told from a
+ * stray address. */
+static int anonymous(const kf_mapping_t *m) {
+  return m->path[0] == '\0' || strncmp(m->path, "[anon", 5) == 0;
+}
+
+static int unnamed_jit(kf_collector_t *c, uint64_t ip) {
+  const kf_mapping_t *m = kf_maps_find(&c->maps, ip);
+  /* An address in no mapping, or in reserved memory not executable when
+   * maps were read (V8 makes code pages of its reservation executable as it
+   * needs them): read maps again. */
+  if (!m || (!m->exec && anonymous(m))) {
+    uint64_t now = kf_now_ns(), since = now - c->maps_loaded_at;
+    if (since < MAPS_RELOAD_SOON_NS ||
+        (since < MAPS_RELOAD_NS && c->maps_reloads >= MAPS_RELOADS_SOON))
+      return 0;
+    kf_maps_free(&c->maps);
+    kf_maps_load(&c->maps); /* on failure: none known, nothing marked */
+    c->maps_loaded_at = now;
+    c->maps_reloads++;
+    m = kf_maps_find(&c->maps, ip);
+  }
+  return m && m->exec && anonymous(m);
+}
+
+static void mark_unnamed_jit(kf_collector_t *c, uint64_t *ips, uint32_t nr) {
+  int user = 0;
+  for (uint32_t i = 0; i < nr; i++) {
+    if (ips[i] >= (uint64_t)PERF_CONTEXT_MAX) {
+      user = ips[i] == (uint64_t)PERF_CONTEXT_USER;
+      continue;
+    }
+    if (user && !kf_jitframes_is_token(ips[i]) && unnamed_jit(c, ips[i]))
+      ips[i] = KF_JIT_UNNAMED;
+  }
+}
+
 static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
   kf_ring_sample_t rs;
   if (kf_ring_parse_sample(h, c->layout, &rs) != 0) {
@@ -146,6 +195,7 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
       c->stats.no_memory++;
       return;
     }
+    mark_unnamed_jit(c, c->scratch, (uint32_t)n);
     ips = c->scratch;
     nr = (uint32_t)n;
   }
@@ -276,13 +326,12 @@ int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
     return -ENOMEM;
   }
   if (c->jit) kf_jitframes_inlining(c->jit, opts->funcpos);
-  kf_maps_t maps;
-  if (c->jit && kf_maps_load(&maps) == 0) {
+  if (c->jit && kf_maps_load(&c->maps) == 0) {
     /* V8's copy of its builtins, mapped before any isolate ran JS */
     kf_code_alias_t aliases[8];
     kf_jitframes_alias(c->jit, aliases,
-                       kf_maps_code_aliases(&maps, aliases, 8));
-    kf_maps_free(&maps);
+                       kf_maps_code_aliases(&c->maps, aliases, 8));
+    c->maps_loaded_at = kf_now_ns();
   }
   c->pid = (uint32_t)getpid();
   c->owners = kf_sampler_owners(sampler, &c->nowners);
@@ -303,6 +352,7 @@ fail:
   if (c->wake_fd >= 0) close(c->wake_fd);
   kf_stacks_free(c->stacks);
   kf_jitframes_free(c->jit);
+  kf_maps_free(&c->maps);
   free(c);
   return rc;
 }
@@ -342,6 +392,7 @@ void kf_collector_free(kf_collector_t *c) {
   close(c->wake_fd);
   kf_stacks_free(c->stacks);
   kf_jitframes_free(c->jit);
+  kf_maps_free(&c->maps);
   free(c->scratch);
   free(c->threads);
   free(c);

@@ -316,6 +316,7 @@ const kf_jitframes_stats_t *kf_jitframes_stats(const kf_jitframes_t *j) {
 const char *kf_jitframes_name(const kf_jitframes_t *j, uint64_t token,
                               int keep_tier) {
   uint64_t id = token & ~TOKEN_MASK;
+  if (token == KF_JIT_UNNAMED) return "[jit]_[j]";
   if (!kf_jitframes_is_token(token) || id >= j->nnames) return NULL;
   return keep_tier ? j->names[id].tiered : j->names[id].merged;
 }

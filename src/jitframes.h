@@ -70,8 +70,13 @@ const kf_jitframes_stats_t *kf_jitframes_stats(const kf_jitframes_t *j);
 
 int kf_jitframes_is_token(uint64_t ip);
 
+/* The token of generated code no code event named (an isolate without the
+ * hook, gone by stop()): named "[jit]_[j]". */
+#define KF_JIT_UNNAMED 0xfffeffffffffffffULL
+
 /* The frame name of a token: "name file:line:col_[j]", with V8's tier
- * marker in front when keep_tier is set. NULL for an unknown token. */
+ * marker in front when keep_tier is set; "[jit]_[j]" for KF_JIT_UNNAMED.
+ * NULL for an unknown token. */
 const char *kf_jitframes_name(const kf_jitframes_t *j, uint64_t token,
                               int keep_tier);
 

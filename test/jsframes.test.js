@@ -134,3 +134,15 @@ t.test('inlined functions get frames of their own, marked _[i]', async (t) => {
   t.equal(total(plain.stacks, has(/_\[i\]$/)), 0, 'nothing inlined, no _[i] frame')
   t.ok(total(plain.stacks, has(frame('square', 7, 17, 'j'))) > 100, 'square is a frame of its own')
 })
+
+t.test('a worker kflame cannot hook: [jit] frames and a warning, never [unknown]', async (t) => {
+  const r = runFixture('worker-unhooked.js')
+  const worker = r.stacks.filter((s) => /^worker-thread-\d+$/.test(s.frames[0]))
+  const leafIs = (re) => (s) => re.test(s.frames[s.frames.length - 1])
+  const jit = total(worker, leafIs(/^\[jit\]_\[j\]$/))
+  const unknown = total(worker, leafIs(/^\[unknown\]$/))
+  t.ok(jit > 200, `the worker's JS is [jit]_[j] in ${jit} of ${total(worker)} samples`)
+  t.ok(unknown <= 0.05 * jit, `[unknown] leaves: ${unknown}`)
+  t.notOk(r.stacks.some(has(/^unhooked /)), 'nothing named without the hook')
+  t.match(r.stats.warnings.join('\n'), /1 worker thread\(s\) could not get kflame's JIT hook \(test: no inspector\)/)
+})
