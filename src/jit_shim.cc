@@ -16,31 +16,42 @@ thread_local bool enumerating = false;
 // CODE_ADDED, on the same thread, but not always right before: a function's
 // bytecode has its line events, then its trampoline copy is added, then the
 // bytecode. The sealed tables wait here, a few at most, by code address.
-constexpr int kPending = 4;
 struct Pending {
   uintptr_t start;
   kf_lines_t* lines;
 };
-thread_local Pending pending[kPending];
-thread_local int pending_next = 0;
 
-void Park(uintptr_t start, kf_lines_t* lines) {
-  Pending& slot = pending[pending_next];
-  kf_lines_release(slot.lines);  // the oldest: its code never came
-  slot = {start, lines};
-  pending_next = (pending_next + 1) % kPending;
-}
-
-kf_lines_t* Claim(uintptr_t start) {
-  for (Pending& slot : pending) {
-    if (slot.lines && slot.start == start) {
-      kf_lines_t* lines = slot.lines;
-      slot = {0, nullptr};
-      return lines;
-    }
+class PendingLines {
+ public:
+  ~PendingLines() {  // the thread ends (a worker): nothing left behind
+    for (Pending& slot : slots_) kf_lines_release(slot.lines);
   }
-  return nullptr;
-}
+
+  void Park(uintptr_t start, kf_lines_t* lines) {
+    Pending& slot = slots_[next_];
+    kf_lines_release(slot.lines);  // the oldest: its code never came
+    slot = {start, lines};
+    next_ = (next_ + 1) % kSlots;
+  }
+
+  kf_lines_t* Claim(uintptr_t start) {
+    for (Pending& slot : slots_) {
+      if (slot.lines && slot.start == start) {
+        kf_lines_t* lines = slot.lines;
+        slot = {0, nullptr};
+        return lines;
+      }
+    }
+    return nullptr;
+  }
+
+ private:
+  static constexpr int kSlots = 4;
+  Pending slots_[kSlots] = {};
+  int next_ = 0;
+};
+
+thread_local PendingLines pending;
 
 void OnCodeEvent(const v8::JitCodeEvent* event) {
   uintptr_t isolate = reinterpret_cast<uintptr_t>(event->isolate);
@@ -49,7 +60,7 @@ void OnCodeEvent(const v8::JitCodeEvent* event) {
       // A BYTE_CODE event gives a BytecodeArray's first bytecode: never
       // executed, but interpreter frames hold the array, so it names them.
       uintptr_t start = reinterpret_cast<uintptr_t>(event->code_start);
-      kf_lines_t* lines = Claim(start);
+      kf_lines_t* lines = pending.Claim(start);
       uint32_t script =
           event->script.IsEmpty() ? 0 : static_cast<uint32_t>(event->script->GetId()) + 1;
       kf_jithook_added(isolate, start, event->code_len, event->name.str,
@@ -69,7 +80,7 @@ void OnCodeEvent(const v8::JitCodeEvent* event) {
                              event->line_info.offset, event->line_info.pos);
       break;
     case v8::JitCodeEvent::CODE_END_LINE_INFO_RECORDING:
-      Park(reinterpret_cast<uintptr_t>(event->code_start),
+      pending.Park(reinterpret_cast<uintptr_t>(event->code_start),
            kf_jithook_lines_end(static_cast<kf_lines_t*>(event->user_data)));
       break;
     case v8::JitCodeEvent::CODE_MOVED:

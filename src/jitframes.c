@@ -34,8 +34,9 @@ struct kf_jitframes {
   size_t nslots;
 };
 
+/* FNV-1a over the name, seeded by the tier and whether it is inlined */
 static uint64_t hash_name(const char *s, char tier, int inlined) {
-  uint64_t h = (1469598103934665603ULL ^ (unsigned char)tier) + (uint64_t)inlined; /* FNV-1a */
+  uint64_t h = (1469598103934665603ULL ^ (unsigned char)tier) + (uint64_t)inlined;
   for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
   return h;
 }
@@ -135,20 +136,21 @@ static long intern(kf_jitframes_t *j, const char *name, char tier,
   return (long)(j->nnames - 1);
 }
 
-static int named_token_at(kf_jitframes_t *j, uint64_t addr, uint64_t time,
-                          uint64_t *token, kf_code_info_t *info, char *name);
-
-/* The token of the code at addr at `time` into *token, with what it is.
- * Returns 1, 0 when the map knows no code there, or -ENOMEM. */
-static int token_at(kf_jitframes_t *j, uint64_t addr, uint64_t time,
-                    uint64_t *token, kf_code_info_t *info) {
-  char name[NAME_BYTES];
-  return named_token_at(j, addr, time, token, info, name);
+/* The token of (name, tier), inlined or not, into *token. Returns 1 or
+ * -ENOMEM. */
+static int token_of(kf_jitframes_t *j, const char *name, char tier,
+                    int inlined, uint64_t *token) {
+  long id = intern(j, name, tier, inlined);
+  if (id < 0) return -ENOMEM;
+  *token = TOKEN_BASE | (uint64_t)id;
+  return 1;
 }
 
-/* token_at, with the code's name left in name[NAME_BYTES]. */
-static int named_token_at(kf_jitframes_t *j, uint64_t addr, uint64_t time,
-                          uint64_t *token, kf_code_info_t *info, char *name) {
+/* The code at addr at `time`: its name into name[NAME_BYTES] and what it
+ * is into *info. Returns 1, or 0 when the map knows no code there (also at
+ * the first address of an alias). */
+static int lookup(kf_jitframes_t *j, uint64_t addr, uint64_t time,
+                  kf_code_info_t *info, char *name) {
   int found = kf_codemap_lookup(j->map, addr, time, name, NAME_BYTES, info);
   for (size_t i = 0; found < 0 && i < j->naliases; i++) {
     const kf_code_alias_t *a = &j->aliases[i];
@@ -156,11 +158,22 @@ static int named_token_at(kf_jitframes_t *j, uint64_t addr, uint64_t time,
       found = kf_codemap_lookup(j->map, a->target + (addr - a->start), time,
                                 name, NAME_BYTES, info);
   }
-  if (found < 0) return 0;
-  long id = intern(j, name, info->tier, 0);
-  if (id < 0) return -ENOMEM;
-  *token = TOKEN_BASE | (uint64_t)id;
-  return 1;
+  return found >= 0;
+}
+
+/* The token of the code at addr at `time` into *token, with what it is and
+ * its name (name[NAME_BYTES]). Returns 1, 0 when the map knows no code
+ * there, or -ENOMEM. */
+static int named_token_at(kf_jitframes_t *j, uint64_t addr, uint64_t time,
+                          uint64_t *token, kf_code_info_t *info, char *name) {
+  if (!lookup(j, addr, time, info, name)) return 0;
+  return token_of(j, name, info->tier, 0, token);
+}
+
+static int token_at(kf_jitframes_t *j, uint64_t addr, uint64_t time,
+                    uint64_t *token, kf_code_info_t *info) {
+  char name[NAME_BYTES];
+  return named_token_at(j, addr, time, token, info, name);
 }
 
 /* The function inlined where optimized code `outer` (named outer_name) was
@@ -187,10 +200,7 @@ static int inlined_at(kf_jitframes_t *j, const kf_code_info_t *info,
                                 near, sizeof near) >= 0 &&
                 strcmp(near, name) == 0;
   if (!confirmed) return 0;
-  long id = intern(j, name, info->tier, 1);
-  if (id < 0) return -ENOMEM;
-  *token = TOKEN_BASE | (uint64_t)id;
-  return 1;
+  return token_of(j, name, info->tier, 1, token);
 }
 
 /* The token of the function whose interpreter frame is at fp, from the
@@ -202,10 +212,12 @@ static int frame_function(kf_jitframes_t *j, uint64_t time,
                           uint64_t *token) {
   uint64_t bytecode;
   kf_code_info_t info;
-  if (kf_v8frames_bytecode(j->layout, stack, fp, &bytecode) != 0) return 0;
-  int rc = token_at(j, bytecode, time, token, &info);
-  if (rc <= 0) return rc;
-  return info.kind == KF_CODE_BYTECODE && info.start == bytecode;
+  char name[NAME_BYTES];
+  if (kf_v8frames_bytecode(j->layout, stack, fp, &bytecode) != 0 ||
+      !lookup(j, bytecode, time, &info, name) ||
+      info.kind != KF_CODE_BYTECODE || info.start != bytecode)
+    return 0;
+  return token_of(j, name, info.tier, 0, token);
 }
 
 /* The function a leaf builtin or bytecode handler was running for, which
