@@ -45,7 +45,7 @@ const BENCHES = [
       `kflame at ${r.hz} Hz against \`node --cpu-prof\` at 1 ms` + (r.nodeFlags && r.nodeFlags.length ? `, node ${r.nodeFlags.join(' ')}` : '') +
       (r.stackBytes ? `, stackBytes ${r.stackBytes} on the kflame side` : '') +
       `; acorn ${r.versions.acorn}, marked ${r.versions.marked}, typescript ${r.versions.typescript}`,
-    tables: (r) => require('./truth').formatTables(r)
+    tables: (r) => require('./truth').readmeTables(r)
   },
   {
     file: 'stackcopy.json',

@@ -669,7 +669,8 @@ function functionTable (rows, modes, what, caller) {
 }
 
 // The markdown tables, shared with bench/table.js.
-function formatTables (r) {
+// summaryOnly: the two summary tables (the README's), without the per-function ones.
+function formatTables (r, { summaryOnly = false } = {}) {
   const out = []
   const others = r.modes.filter((m) => m !== 'v8')
   out.push('| workload | side | samples per round (counted), per ms of thread CPU | left out: V8 (program) / GC / idle; kflame no named JS / GC | JS frames per counted sample | self shares on another function: against V8, round to round | max \\|diff\\| in the top 10: self, inclusive (pts) |')
@@ -694,6 +695,10 @@ function formatTables (r) {
       out.push(`| ${w.name} | ${modeName(s.mode)} | ${f1(s.driver.minShare)}% / ${f1(s.driver.medianShare)}% | ${f1(s.truncatedShare)}% | ` +
         `${f1(s.interpretedShare)}% | ${f1(s.inlinedShare)}% | ${d.every((x) => x === null) ? '-' : d.map((x) => x ?? '-').join(' / ')} |`)
     }
+  }
+  if (summaryOnly) {
+    out.push('', `The top-10 tables per workload and function: \`node bench/table.js\`, or \`bench/results/truth.json\`.`)
+    return out
   }
   const rounds = `median of ${r.rounds}${r.rounds > 1 ? ', min-max' : ''}`
   for (const w of r.workloads) {
@@ -813,6 +818,8 @@ function main () {
   if (jsonOut) writeResults(jsonOut, machine, result)
 }
 
-module.exports = { formatTables }
+const readmeTables = (r) => formatTables(r, { summaryOnly: true })
+
+module.exports = { formatTables, readmeTables }
 
 if (require.main === module) main()
