@@ -44,6 +44,9 @@ size_t kf_jitname(const char *v8name, size_t len, char *buf, size_t cap,
     if (rest_len && is_tier(rest[0])) {
       *tier = rest[0];
       rest++, rest_len--;
+      /* V8 12+ marks context-specialized optimized code "*'" and "+'" */
+      if (rest_len && rest[0] == '\'' && (*tier == '*' || *tier == '+'))
+        rest++, rest_len--;
     }
     /* "name file:line:col"; an anonymous function has an empty name. */
     if (rest_len == 0 || rest[0] == ' ') puts_(&o, "(anonymous)");

@@ -4,6 +4,8 @@
  *
  *   "JS:~foo /app/a.js:3:10"   -> tier '~', "foo /app/a.js:3:10"
  *   "JS:* /app/a.js:9:1"       -> tier '*', "(anonymous) /app/a.js:9:1"
+ *   "JS:*'foo /app/a.js:3:10"  -> tier '*', "foo /app/a.js:3:10" (V8 12+:
+ *                                 ' marks context-specialized code)
  *   "Eval:~ [eval]:1:1"        -> tier '~', "(anonymous) [eval]:1:1"
  *   "Builtin:ArrayMap"         -> no tier,  "Builtin:ArrayMap"
  *   "Builtin:InterpreterEntryTrampoline"

@@ -28,6 +28,14 @@ static void jitname_formats(void) {
   NAME("JS:* /app/a.js:9:1");
   CHECK_STR(out, "(anonymous) /app/a.js:9:1");
   CHECK(tier == '*');
+  NAME("JS:*'foo /app/a.js:3:10"); /* context-specialized, V8 12+ */
+  CHECK_STR(out, "foo /app/a.js:3:10");
+  CHECK(tier == '*');
+  NAME("JS:+'bar b.js:1:1");
+  CHECK_STR(out, "bar b.js:1:1");
+  CHECK(tier == '+');
+  NAME("JS:~'quoted b.js:1:1"); /* not a marker after ~ */
+  CHECK_STR(out, "'quoted b.js:1:1");
   NAME("Eval:~ [eval]:1:1");
   CHECK_STR(out, "(anonymous) [eval]:1:1");
   NAME("LazyCompile:^bar node:internal/x:1:2");
