@@ -301,14 +301,15 @@ function truthShares (truth) {
 
 const maxError = (shares, truth) => Math.max(...shares.map((s, i) => Math.abs(s - truth[i])))
 
-// A JS function frame with a name: "name file:line:col_[j]" (file may be
-// empty for eval and new Function code). Builtins, RegExp code and the
-// interpreter's shared trampoline are JIT frames, not named functions.
-const isNamedJs = (f) => f.endsWith('_[j]') && !f.startsWith('RegExp:') && / \S*:\d+:\d+_\[j\]$/.test(f)
+// A JS function frame with a name: "name file:line:col_[j]", or _[i] for a
+// function kflame found inlined (file may be empty for eval and new
+// Function code). Builtins, RegExp code and the interpreter's shared
+// trampoline are JIT frames, not named functions.
+const isNamedJs = (f) => /_\[[ij]\]$/.test(f) && !f.startsWith('RegExp:') && / \S*:\d+:\d+_\[[ij]\]$/.test(f)
 // kflame names builtins V8 reported in its code map "Builtin:Name_[j]" and
 // the rest, from node's ELF symbols, "Builtins_Name"; perf's are folded to
 // the former. Both are JIT frames here, so the two count alike.
-const isJit = (f) => f.endsWith('_[j]') || f.startsWith('Builtins_')
+const isJit = (f) => /_\[[ij]\]$/.test(f) || f.startsWith('Builtins_')
 const isUnnamedJit = (f) => f === '[jit]_[j]' || f === '[unknown]'
 
 // Naming quality over a Map(stack -> samples): see the header.
