@@ -112,14 +112,14 @@ static const kf_event_owner_t *owner_of(const kf_collector_t *c, uint64_t id) {
   return lo < c->nowners && c->owners[lo].id == id ? &c->owners[lo] : NULL;
 }
 
-/* Generated code (an anonymous executable mapping) the code map does not
- * know: an isolate without kflame's hook, whose code may be unmapped by
- * stop() (a worker that exited), when it could no longer be told from a
- * stray address. */
 static int anonymous(const kf_mapping_t *m) {
   return m->path[0] == '\0' || strncmp(m->path, "[anon", 5) == 0;
 }
 
+/* Generated code (an anonymous executable mapping) the code map does not
+ * know: an isolate without kflame's hook, whose code may be unmapped by
+ * stop() (a worker that exited), when it could no longer be told from a
+ * stray address. */
 static int unnamed_jit(kf_collector_t *c, uint64_t ip) {
   const kf_mapping_t *m = kf_maps_find(&c->maps, ip);
   /* An address in no mapping, or in reserved memory not executable when

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <linux/perf_event.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -388,6 +389,66 @@ static void long_names_whole(void) {
   kf_codemap_free(m);
 }
 
+/* V8's threads add functions and line tables while the collector looks
+ * them up (make TSAN=1 runs this under ThreadSanitizer). */
+static kf_codemap_t *shared_map;
+static kf_funcpos_t *shared_funcpos;
+
+static void *compile_thread(void *arg) {
+  uintptr_t id = (uintptr_t)arg;
+  for (uint32_t i = 0; i < 2000; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "f%lu_%u a.js:1:1", (unsigned long)id, i % 64);
+    kf_lines_t *fn = kf_lines_new(), *code = kf_lines_new();
+    if (!fn || !code) abort();
+    uint32_t base = (uint32_t)(id * 100000 + (i % 64) * 100);
+    for (uint32_t k = 0; k < 4; k++) {
+      kf_lines_push(fn, k, base + k);
+      kf_lines_push(code, k * 8, base + k);
+    }
+    if (kf_lines_seal(fn) || kf_lines_seal(code)) abort();
+    kf_funcpos_add(shared_funcpos, 7, name, fn);
+    uint64_t start = 0x1000000 + id * 0x100000 + (i % 256) * 0x100;
+    if (kf_codemap_add(shared_map, start, 0x100, "outer a.js:9:1", '*',
+                       KF_CODE_JS, id, i + 1) == 0)
+      kf_codemap_attach_lines(shared_map, start, 7, code);
+    kf_lines_release(fn);
+    kf_lines_release(code);
+    if (i % 100 == 0) kf_codemap_move(shared_map, start, start + 0x80000, i + 2);
+  }
+  return NULL;
+}
+
+static void *collector_thread(void *arg) {
+  kf_jitframes_t *j = kf_jitframes_new(shared_map, NULL);
+  if (!j) abort();
+  kf_jitframes_inlining(j, shared_funcpos);
+  (void)arg;
+  for (uint32_t i = 0; i < 20000; i++) {
+    uint64_t ips[] = {U, 0x1000000 + (i % 3) * 0x100000 + (i % 256) * 0x100 + 9},
+             out[5];
+    if (kf_jitframes_resolve(j, i, ips, 2, NULL, out) < 0) abort();
+  }
+  kf_jitframes_free(j);
+  return NULL;
+}
+
+static void lines_shared_between_threads(void) {
+  shared_map = kf_codemap_new();
+  shared_funcpos = kf_funcpos_new(1 << 16);
+  kf_codemap_keep_dead(shared_map, 1);
+  pthread_t t[4];
+  for (uintptr_t i = 0; i < 3; i++)
+    CHECK(pthread_create(&t[i], NULL, compile_thread, (void *)i) == 0);
+  CHECK(pthread_create(&t[3], NULL, collector_thread, NULL) == 0);
+  for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+  kf_funcpos_stats_t st;
+  kf_funcpos_stats(shared_funcpos, &st);
+  CHECK(st.functions == 3 * 64);
+  kf_funcpos_free(shared_funcpos);
+  kf_codemap_free(shared_map);
+}
+
 static void aliases_of_remapped_code(void) {
   /* node's text, and V8's copy of its embedded builtins (file offset
    * 0x14c4000 of the same file) next to the JIT code. */
@@ -437,6 +498,7 @@ static const kftest_case_t cases[] = {
     {"jitlines: line tables and small functions' offsets", line_tables},
     {"jitframes: inlined functions named from source offsets", inlined_functions_named},
     {"jitframes: long names come out whole", long_names_whole},
+    {"jitlines: tables and offsets shared between threads", lines_shared_between_threads},
     {"procmaps: V8's remapped builtins looked up at their first address", aliases_of_remapped_code},
     {NULL, NULL},
 };
