@@ -38,4 +38,26 @@ function foldedFromSvg (svg) {
   return lines.sort().map((l) => `${l}\n`).join('')
 }
 
-module.exports = { foldedFromSvg }
+// The folded text as a flame graph shows it: names over maxBytes (svg.c's
+// NAME_MAX_BYTES) cut at a character boundary with "...", lines that become
+// the same merged, sorted like foldedFromSvg's. Node 24's Turboshaft has C++
+// names of several kilobytes.
+function foldedAsShown (folded, maxBytes = 1000) {
+  const cut = (name) => {
+    const b = Buffer.from(name)
+    if (b.length <= maxBytes) return name
+    let n = maxBytes
+    while (n > 0 && (b[n] & 0xc0) === 0x80) n--
+    return b.subarray(0, n).toString() + '...'
+  }
+  const counts = new Map()
+  for (const line of folded.split('\n')) {
+    if (!line) continue
+    const sp = line.lastIndexOf(' ')
+    const key = line.slice(0, sp).split(';').map(cut).join(';')
+    counts.set(key, (counts.get(key) || 0) + Number(line.slice(sp + 1)))
+  }
+  return [...counts].map(([k, n]) => `${k} ${n}`).sort().map((l) => `${l}\n`).join('')
+}
+
+module.exports = { foldedFromSvg, foldedAsShown }
