@@ -220,6 +220,20 @@ static int frame_function(kf_jitframes_t *j, uint64_t time,
   return token_of(j, name, info.tier, 0, token);
 }
 
+/* Whether the trampoline sampled at the leaf has built its frame (bp is
+ * then its own interpreter frame). Before, the word at sp is the return
+ * address into its caller's code, or (after push rbp) the caller's frame
+ * pointer, which bp still is; once built, sp points at the values the
+ * trampoline pushed below its frame. */
+static int frame_built(kf_jitframes_t *j, uint64_t time,
+                       const kf_userstack_t *stack) {
+  uint64_t top;
+  kf_code_info_t info;
+  char name[NAME_BYTES];
+  return kf_userstack_word(stack, stack->sp, &top) == 0 && top != stack->bp &&
+         !lookup(j, top - 1, time, &info, name);
+}
+
 /* The function a leaf builtin or bytecode handler was running for, which
  * the callchain skips when the leaf has no frame of its own: it starts at
  * the caller's frame pointer (bp) and return address. Returns how many
@@ -300,10 +314,11 @@ int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
       j->stats.inlined++;
       continue;
     }
-    if (info.kind == KF_CODE_INTERPRETER_ENTRY && k > 0) {
-      /* The shared trampoline owns the interpreter frame at fps[k]. (At the
-       * leaf the frame may not be built yet: left as it is.) */
-      if (k < nfps) found = frame_function(j, time, stack, j->fps[k], &function);
+    if (info.kind == KF_CODE_INTERPRETER_ENTRY) {
+      /* The shared trampoline owns the interpreter frame at fps[k]; at the
+       * leaf, only once it has built it. */
+      if (k < nfps && (k > 0 || frame_built(j, time, stack)))
+        found = frame_function(j, time, stack, j->fps[k], &function);
       if (found < 0) return -ENOMEM;
       if (found) out[n - 1] = function;
       if (found) j->stats.interpreted_named++;

@@ -195,11 +195,22 @@ static void interpreted_frames_named(void) {
   CHECK(kf_jitframes_resolve(j, 5, ips, 4, &f.s, out) == 4);
   CHECK_STR(name_of(j, out[2]), "(interpreted)_[j]");
   CHECK_EQ_U64(kf_jitframes_stats(j)->interpreted_unnamed, 3);
-  /* The trampoline at the leaf: its frame may not be built yet. */
+  CHECK_EQ_U64(kf_jitframes_stats(j)->interpreted_named, 1);
+  /* The trampoline at the leaf, its frame not built yet: the word at sp is
+   * the return address into its caller, or (after push rbp) bp itself.
+   * The frame at bp is the caller's: nothing named from it. */
   interpreter_frame(&f, SP + 0x40, OTHER_BYTECODE);
   uint64_t leaf[] = {U, TRAMPOLINE + 0x10, 0x7000};
+  put(&f, SP, BAR + 0x21);
   CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
   CHECK_STR(name_of(j, out[1]), "(interpreted)_[j]");
+  put(&f, SP, SP + 0x40);
+  CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "(interpreted)_[j]");
+  /* Built: sp holds what the trampoline pushed (undefined, say). */
+  put(&f, SP, 0x12340009);
+  CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "other a.js:9:1_[j]");
   kf_jitframes_free(j);
   kf_codemap_free(m);
 }
