@@ -175,6 +175,10 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
     return;
   }
   const uint64_t *ips = rs.ips;
+  /* kflame's own threads (this collector, the symbol loader) never run JS:
+   * a return address there that falls in JIT code is a stray value read
+   * off a frame without a frame pointer (glibc's), not a JS frame. */
+  int runs_js = strncmp(t->comm, "kflame-", 7) != 0;
   kf_userstack_t stack = {0}, *with_stack = NULL;
   if (rs.nregs == KF_SAMPLER_USER_REGS) {
     stack = (kf_userstack_t){.ip = rs.regs[KF_REG_IP],
@@ -186,7 +190,7 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
     c->stats.stack_bytes += rs.stack_len;
     c->stats.stack_copies++;
   }
-  if (c->jit) {
+  if (c->jit && runs_js) {
     int n;
     if (kf_grow((void **)&c->scratch, &c->scratch_cap, 2 * (size_t)nr + 1,
                 sizeof(uint64_t), 256) ||
