@@ -225,6 +225,7 @@ function makeStats (raw, labels = null, workers = null) {
       stackBytes: raw.stackBytes,
       stackCopies: raw.stackCopies,
       stackCopyBytes: raw.stackCopyBytes,
+      stackCopiesShort: raw.stackCopiesShort,
       v8Layout: raw.v8Layout,
       interpretedNamed: raw.interpretedNamed,
       interpretedUnnamed: raw.interpretedUnnamed,

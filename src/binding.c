@@ -229,6 +229,7 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
   CHECK(env, set_num(env, o, "stackBytes", st->stack_bytes));
   CHECK(env, set_num(env, o, "stackCopies", (double)st->stack_copies));
   CHECK(env, set_num(env, o, "stackCopyBytes", (double)st->stack_copy_bytes));
+  CHECK(env, set_num(env, o, "stackCopiesShort", (double)st->stack_copies_short));
   CHECK(env, set_bool(env, o, "v8Layout", st->v8_layout));
   CHECK(env, set_num(env, o, "codeEntries", (double)st->code_live));
   CHECK(env, set_num(env, o, "codeBytes", (double)st->code_bytes));

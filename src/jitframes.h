@@ -53,6 +53,9 @@ typedef struct kf_jitframes_stats {
    * it: the callchain skips them. */
   uint64_t running_added;
   uint64_t inlined;             /* inlined frames added */
+  /* Samples whose frame chain went on past the end of their stack copy:
+   * frames beyond were named from the callchain alone. */
+  uint64_t copy_short;
 } kf_jitframes_stats_t;
 
 /* Copies the callchain ips[0..nr) of a sample taken at `time` into out,

@@ -273,6 +273,7 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
   st->interpreted_unnamed = cs->jit.interpreted_unnamed;
   st->running_added = cs->jit.running_added;
   st->inlined = cs->jit.inlined;
+  st->stack_copies_short = cs->jit.copy_short;
   st->stack_bytes = info->stack_bytes;
   st->stack_copies = cs->stack_copies;
   st->stack_copy_bytes = cs->stack_bytes;
