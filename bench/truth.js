@@ -133,18 +133,9 @@ function resolvePkg (spec) {
   }
 }
 
-// mulberry32 (as bench/common.js), kept here: the child loads nothing but
-// the library, its input and kflame.
-function rng (seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+// The same seeded PRNG as the other benchmarks: inputs are the same on
+// every run.
+const { mulberry32: rng } = require('./common')
 
 const VOCAB = ('lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore ' +
   'et dolore magna aliqua enim ad minim veniam quis nostrud exercitation ullamco laboris nisi aliquip ex ea ' +
