@@ -85,11 +85,18 @@ size_t kf_ring_drain(kf_ring_t *ring, kf_ring_record_fn fn, void *ctx) {
   return delivered;
 }
 
+/* Steps over n bytes of the record; -EBADMSG when fewer are left. */
 static int take(const unsigned char **p, size_t *room, size_t n) {
   if (*room < n) return -EBADMSG;
   *p += n;
   *room -= n;
   return 0;
+}
+
+static int take_u64(const unsigned char **p, size_t *room, uint64_t *out) {
+  if (*room < 8) return -EBADMSG;
+  memcpy(out, *p, 8);
+  return take(p, room, 8);
 }
 
 int kf_ring_parse_sample(const struct perf_event_header *rec,
@@ -115,9 +122,7 @@ int kf_ring_parse_sample(const struct perf_event_header *rec,
 
   /* u64 abi; u64 regs[user_regs] unless abi is NONE (a kernel thread) */
   uint64_t abi, size, dyn_size;
-  if (room < 8) return -EBADMSG;
-  memcpy(&abi, p, 8);
-  take(&p, &room, 8);
+  if (take_u64(&p, &room, &abi)) return -EBADMSG;
   if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
     const unsigned char *regs = p;
     if (take(&p, &room, (size_t)layout->user_regs * 8)) return -EBADMSG;
@@ -125,9 +130,7 @@ int kf_ring_parse_sample(const struct perf_event_header *rec,
     out->nregs = layout->user_regs;
   }
   /* u64 size; char data[size]; u64 dyn_size (only when size != 0) */
-  if (room < 8) return -EBADMSG;
-  memcpy(&size, p, 8);
-  take(&p, &room, 8);
+  if (take_u64(&p, &room, &size)) return -EBADMSG;
   if (size == 0) return 0;
   if (size > room || room - size < 8) return -EBADMSG;
   const unsigned char *data = p;

@@ -282,6 +282,48 @@ static void parses_sample_bodies(void) {
   CHECK(kf_ring_parse_sample((void *)rec, NULL, &rs) == -EBADMSG);
 }
 
+/* A sample with one ip, then user registers and a stack copy: abi, 3
+ * registers, size 16, 16 bytes of stack, dyn_size. words: how many of the
+ * 13 words the record keeps (a record cut short). */
+static void make_user_sample(uint64_t *rec, size_t words, uint64_t abi,
+                             uint64_t dyn_size) {
+  make_sample(rec, 1, 1);
+  uint64_t tail[] = {abi, 0xb0, 0x5a, 0x1a, 16, 0x1111, 0x2222, dyn_size};
+  memcpy(rec + 6, tail, sizeof tail);
+  struct perf_event_header h = {.type = PERF_RECORD_SAMPLE,
+                                .size = (uint16_t)(8 * words)};
+  memcpy(rec, &h, sizeof h);
+}
+
+static void parses_user_registers_and_stack(void) {
+  uint64_t rec[16];
+  kf_ring_sample_t rs;
+  kf_ring_layout_t layout = {.user_regs = 3};
+  make_user_sample(rec, 14, PERF_SAMPLE_REGS_ABI_64, 8);
+  CHECK(kf_ring_parse_sample((void *)rec, &layout, &rs) == 0);
+  CHECK(rs.nr == 1 && rs.nregs == 3 && rs.regs[0] == 0xb0 && rs.regs[2] == 0x1a);
+  CHECK(rs.stack == (const unsigned char *)(rec + 11) && rs.stack_len == 8);
+  /* dyn_size past size is cut to size. */
+  make_user_sample(rec, 14, PERF_SAMPLE_REGS_ABI_64, 999);
+  CHECK(kf_ring_parse_sample((void *)rec, &layout, &rs) == 0 && rs.stack_len == 16);
+  /* A kernel thread: no registers, and then no stack (size 0). */
+  uint64_t none[] = {PERF_SAMPLE_REGS_ABI_NONE, 0};
+  make_sample(rec, 1, 1);
+  memcpy(rec + 6, none, sizeof none);
+  struct perf_event_header h = {.type = PERF_RECORD_SAMPLE, .size = 8 * 8};
+  memcpy(rec, &h, sizeof h);
+  CHECK(kf_ring_parse_sample((void *)rec, &layout, &rs) == 0);
+  CHECK(rs.regs == NULL && rs.nregs == 0 && rs.stack == NULL && rs.stack_len == 0);
+  /* Cut anywhere before dyn_size's end: refused. */
+  for (size_t words = 6; words < 14; words++) {
+    make_user_sample(rec, words, PERF_SAMPLE_REGS_ABI_64, 8);
+    CHECK(kf_ring_parse_sample((void *)rec, &layout, &rs) == -EBADMSG);
+  }
+  /* Without a layout the same record is a callchain with bytes after it. */
+  make_user_sample(rec, 14, PERF_SAMPLE_REGS_ABI_64, 8);
+  CHECK(kf_ring_parse_sample((void *)rec, NULL, &rs) == 0 && rs.regs == NULL);
+}
+
 static const kftest_case_t cases[] = {
     {"ring: reads records in order", reads_records_in_order},
     {"ring: record wrapping the end is whole", record_wrapping_the_end_is_whole},
@@ -296,6 +338,7 @@ static const kftest_case_t cases[] = {
     {"ring: head behind tail is corrupt", head_behind_tail_is_corrupt},
     {"ring: positions wrap past 2^64", positions_wrap_past_2_64},
     {"ring: parses sample bodies", parses_sample_bodies},
+    {"ring: parses user registers and the stack copy", parses_user_registers_and_stack},
     {NULL, NULL},
 };
 
