@@ -77,7 +77,8 @@ void OnCodeEvent(const v8::JitCodeEvent* event) {
       // Statement positions repeat an expression position at the same offset.
       if (event->line_info.position_type == v8::JitCodeEvent::POSITION)
         kf_jithook_lines_add(static_cast<kf_lines_t*>(event->user_data),
-                             event->line_info.offset, event->line_info.pos);
+                             event->line_info.offset, event->line_info.pos,
+                             event->code_type == v8::JitCodeEvent::BYTE_CODE);
       break;
     case v8::JitCodeEvent::CODE_END_LINE_INFO_RECORDING:
       pending.Park(reinterpret_cast<uintptr_t>(event->code_start),

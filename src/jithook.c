@@ -62,8 +62,13 @@ void kf_jithook_added(uintptr_t isolate, uintptr_t start, size_t len,
 kf_lines_t *kf_jithook_lines_begin(void) { return kf_lines_new(); }
 
 void kf_jithook_lines_add(kf_lines_t *lines, size_t code_offset,
-                          size_t position) {
-  if (lines && code_offset <= UINT32_MAX && position <= UINT32_MAX)
+                          size_t position, int bytecode) {
+  if (!lines) return;
+  /* An offset past the inlining limit: this bytecode is never inlined,
+   * and its table would only be dropped when the code is added. */
+  if (bytecode && code_offset >= INLINABLE_BYTECODE_MAX)
+    kf_lines_abandon(lines);
+  else if (code_offset <= UINT32_MAX && position <= UINT32_MAX)
     kf_lines_push(lines, (uint32_t)code_offset, (uint32_t)position);
 }
 

@@ -41,10 +41,12 @@ void kf_jithook_added(uintptr_t isolate, uintptr_t start, size_t len,
 
 /* V8's line events, which come before the code's CODE_ADDED on the same
  * thread: begin returns a table to fill (NULL when out of memory), add
- * appends to it, end seals it (NULL when building failed). */
+ * appends to it (`bytecode`: the code is a BytecodeArray, whose table is
+ * given up past the size V8 inlines), end seals it (NULL when building
+ * failed or was given up). */
 kf_lines_t *kf_jithook_lines_begin(void);
 void kf_jithook_lines_add(kf_lines_t *lines, size_t code_offset,
-                          size_t position);
+                          size_t position, int bytecode);
 kf_lines_t *kf_jithook_lines_end(kf_lines_t *lines);
 void kf_jithook_moved(uintptr_t from, uintptr_t to);
 /* The isolate went away: its code is dead. */

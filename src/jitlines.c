@@ -42,6 +42,13 @@ static int by_offset(const void *a, const void *b) {
   return x->position < y->position ? -1 : x->position > y->position;
 }
 
+void kf_lines_abandon(kf_lines_t *l) {
+  l->broken = 1;
+  free(l->lines);
+  l->lines = NULL;
+  l->n = l->cap = 0;
+}
+
 int kf_lines_seal(kf_lines_t *l) {
   if (l->broken) return -ENOMEM;
   qsort(l->lines, l->n, sizeof(line_t), by_offset);

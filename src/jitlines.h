@@ -39,8 +39,11 @@ kf_lines_t *kf_lines_new(void);
 /* Adds an entry while building. Returns 0 or -ENOMEM (the table is then
  * marked broken, and kf_lines_seal fails). */
 int kf_lines_push(kf_lines_t *l, uint32_t code_offset, uint32_t position);
+/* Gives up building: later pushes do nothing and kf_lines_seal fails, as
+ * after a failed push (the code turned out to be of no use to kflame). */
+void kf_lines_abandon(kf_lines_t *l);
 /* Sorts by code offset; the table is read-only afterwards. Returns 0, or
- * -ENOMEM when a push failed. */
+ * -ENOMEM when a push failed or building was abandoned. */
 int kf_lines_seal(kf_lines_t *l);
 void kf_lines_retain(kf_lines_t *l);
 void kf_lines_release(kf_lines_t *l); /* frees at the last reference */

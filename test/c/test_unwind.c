@@ -283,6 +283,13 @@ static void line_tables(void) {
   CHECK(kf_lines_at(l, 25, at) == 0 && at[0] == 5 && at[1] == 6 && at[2] == 7);
   CHECK(kf_lines_at(l, 9999, at) == 0 && at[1] == 7 && at[2] == -1);
   kf_lines_release(l);
+  /* Given up: later pushes do nothing, sealing fails. */
+  l = kf_lines_new();
+  CHECK(kf_lines_push(l, 0, 1) == 0);
+  kf_lines_abandon(l);
+  CHECK(kf_lines_push(l, 4, 2) == -ENOMEM && kf_lines_count(l) == 0);
+  CHECK(kf_lines_seal(l) == -ENOMEM);
+  kf_lines_release(l);
   static const uint32_t late[][2] = {{8, 1}};
   l = lines_of(late, 1);
   CHECK(kf_lines_at(l, 7, at) == -1 && at[1] == -1);
