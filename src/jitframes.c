@@ -289,7 +289,8 @@ int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
     nfps = (uint32_t)kf_userstack_frames(stack, ips + user, nr - user, j->fps);
     /* The chain went on past the copy's end: frames there are not read. */
     uint64_t last = j->fps[nfps - 1];
-    if (nfps < nr - user && (last < stack->sp || last - stack->sp > stack->len - 16))
+    if (nfps < nr - user && (last < stack->sp || stack->len < 16 ||
+                             last - stack->sp > stack->len - 16))
       j->stats.copy_short++;
   }
   for (uint32_t i = 0; i < nr; i++) {
