@@ -6,6 +6,7 @@
         "src/binding.c",
         "src/profiler.c",
         "src/sampler.c",
+        "src/timersampler.c",
         "src/collector.c",
         "src/ring.c",
         "src/stacks.c",
@@ -36,7 +37,7 @@
       ],
       "cflags_c": ["-std=gnu11", "-Wall", "-Wextra", "-O2", "-fno-omit-frame-pointer"],
       "cflags_cc": ["-std=gnu++17", "-Wall", "-Wextra", "-O2", "-fno-omit-frame-pointer", "-fno-exceptions"],
-      "libraries": ["-lelf", "-lstdc++", "-lpthread"],
+      "libraries": ["-lelf", "-lstdc++", "-lpthread", "-lrt"],
       "conditions": [
         ["OS!='linux'", { "type": "none" }]
       ]

@@ -15,7 +15,7 @@ const jitMode = process.env.KFLAME_JIT || 'load'
 if (jitMode !== 'off') require('node:v8').setFlagsFromString('--interpreted-frames-native-stack')
 
 const binding = require('./binding')
-const { checkStartOptions, defaultPerfMapPath } = require('./options')
+const { checkStartOptions, defaultPerfMapPath, MODES } = require('./options')
 const { kflameError } = require('./errors')
 const { checkPath } = require('./safefile')
 const { Profile, makeStats } = require('./profile')
@@ -33,6 +33,7 @@ function start (options) {
   if (jitMode === 'lazy' && o.jit) workers.armWorkers()
   binding.start({
     hz: o.hz,
+    mode: MODES.indexOf(o.mode), // kf_mode_t
     taskClock: o.event === 'task-clock',
     kernel: o.kernel,
     ringPages: o.ringPages,

@@ -9,12 +9,15 @@ const { kflameError } = require('./errors')
 const { checkPath } = require('./safefile')
 
 const EVENTS = ['cpu-clock', 'task-clock']
+// 'auto': perf events, else (perf_event_open refused) the timer sampler.
+const MODES = ['auto', 'perf', 'timer']
 // A sample record's size is a 16-bit field: the stack copy must leave room
 // for the rest of it (the callchain, up to 127 frames by default).
 const MAX_STACK_BYTES = 60000
 
 const DEFAULTS = Object.freeze({
   hz: 99,
+  mode: 'auto',
   event: 'cpu-clock',
   kernel: true,
   // null: 64 pages with stack copies (each sample carries stackBytes more),
@@ -70,6 +73,10 @@ function checkStartOptions (options) {
   if (!EVENTS.includes(o.event)) {
     throw outOfRange(`start(options): event must be one of ${EVENTS.join(', ')}, got "${o.event}"`)
   }
+  if (typeof o.mode !== 'string') throw invalid('start(options): mode must be a string')
+  if (!MODES.includes(o.mode)) {
+    throw outOfRange(`start(options): mode must be one of ${MODES.join(', ')}, got "${o.mode}"`)
+  }
   if (typeof o.kernel !== 'boolean') throw invalid('start(options): kernel must be a boolean')
   if (typeof o.stackBytes !== 'number' || !Number.isInteger(o.stackBytes)) {
     throw invalid('start(options): stackBytes must be an integer')
@@ -101,4 +108,4 @@ function defaultPerfMapPath () {
   return `/tmp/perf-${process.pid}.map`
 }
 
-module.exports = { checkStartOptions, defaultPerfMapPath, DEFAULTS, EVENTS }
+module.exports = { checkStartOptions, defaultPerfMapPath, DEFAULTS, EVENTS, MODES }

@@ -158,6 +158,14 @@ function subtitleOf (stats) {
 
 function warningsFor (raw, labels, workers) {
   const warnings = []
+  if (raw.perfRefused) {
+    warnings.push(`perf_event_open was refused (${raw.perfRefused}), so kflame sampled with per-thread ` +
+      'CPU-time timers instead (mode "timer"): no kernel frames, and time inside system calls shows ' +
+      `under the call that made it. To get perf mode back: ${raw.perfRefusedAdvice}`)
+  }
+  if (raw.timerUnarmed > 0) {
+    warnings.push(`${raw.timerUnarmed} thread(s) could not get a CPU-time timer (${raw.timerArmError}) and were not sampled`)
+  }
   if (workers && workers.failed > 0) {
     warnings.push(`${workers.failed} worker thread(s) could not get kflame's JIT hook (${workers.lastError}): ` +
       'their JS frames show as [jit]; require kflame in the worker to name them')
@@ -206,11 +214,16 @@ function makeStats (raw, labels = null, workers = null) {
     threads: raw.threads,
     durationMs: raw.durationMs,
     hz: raw.hz,
-    event: raw.taskClock ? 'task-clock' : 'cpu-clock',
+    mode: raw.mode,
+    event: raw.mode === 'timer' ? 'thread-cpu-timer' : raw.taskClock ? 'task-clock' : 'cpu-clock',
     kernel: raw.kernel,
     warnings: warningsFor(raw, labels, workers),
     details: {
       lostInRing: raw.lost,
+      perfRefused: raw.perfRefused || null,
+      timerSignal: raw.timerSignal || 0,
+      timerThreads: raw.timerThreads || 0,
+      timerUnwalked: raw.timerUnwalked || 0,
       corrupt: raw.corrupt,
       noMemory: raw.noMemory,
       duplicates: raw.duplicates,

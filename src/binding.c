@@ -133,7 +133,8 @@ static int get_path(napi_env env, napi_value v, char *buf, size_t cap) {
   return 0;
 }
 
-/* start({ hz, taskClock, kernel, ringPages, stackBytes, jit, tiers, perfMap }) */
+/* start({ hz, mode, taskClock, kernel, ringPages, stackBytes, jit, tiers,
+ *         perfMap }); mode: 0 auto, 1 perf, 2 timer (kf_mode_t) */
 static napi_value js_start(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
@@ -142,9 +143,11 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
                                         .kernel = 1, .ring_pages = 16}};
   kf_sampler_opts_t *so = &opts.sampler;
   int task_clock = 0, jit = 1, perf_map = 0;
+  uint32_t mode = KF_MODE_AUTO;
   char perf_map_path[4096];
   napi_value perf_map_v;
   if (argc < 1 || get_u32(env, argv[0], "hz", &so->hz) ||
+      get_u32(env, argv[0], "mode", &mode) || mode > KF_MODE_TIMER ||
       get_u32(env, argv[0], "ringPages", &so->ring_pages) ||
       get_u32(env, argv[0], "stackBytes", &so->stack_bytes) ||
       get_bool(env, argv[0], "kernel", &so->kernel) ||
@@ -156,11 +159,12 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
       so->hz == 0 || so->ring_pages == 0 ||
       (so->ring_pages & (so->ring_pages - 1))) {
     napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG",
-                          "start() takes { hz, ringPages, stackBytes, kernel, "
-                          "taskClock, jit, tiers, perfMap }");
+                          "start() takes { hz, mode, ringPages, stackBytes, "
+                          "kernel, taskClock, jit, tiers, perfMap }");
     return NULL;
   }
   so->event = task_clock ? KF_EVENT_TASK_CLOCK : KF_EVENT_CPU_CLOCK;
+  opts.mode = (kf_mode_t)mode;
   if (jit) {
     /* Armed at load unless KFLAME_JIT=lazy: then the first start() on this
      * isolate pays for reporting the code that exists. */
@@ -197,9 +201,37 @@ static napi_status set_bool(napi_env env, napi_value obj, const char *key,
   return s == napi_ok ? napi_set_named_property(env, obj, key, v) : s;
 }
 
+static napi_status set_str(napi_env env, napi_value obj, const char *key,
+                          const char *value) {
+  napi_value v;
+  napi_status s = napi_create_string_utf8(env, value, NAPI_AUTO_LENGTH, &v);
+  return s == napi_ok ? napi_set_named_property(env, obj, key, v) : s;
+}
+
+/* mode, and for AUTO's fallback why perf was refused (code and advice) */
+static napi_status set_mode(napi_env env, napi_value o,
+                            const kf_profile_stats_t *st) {
+  napi_status s = set_str(env, o, "mode", st->mode == KF_MODE_TIMER ? "timer" : "perf");
+  if (s != napi_ok || !st->perf_refused) return s;
+  char advice[512];
+  kf_error_advice(st->perf_refused, st->perf_refused_errno, advice, sizeof advice);
+  s = set_str(env, o, "perfRefused", kf_error_name(st->perf_refused));
+  return s == napi_ok ? set_str(env, o, "perfRefusedAdvice", advice) : s;
+}
+
 static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
   napi_value o;
   CHECK(env, napi_create_object(env, &o));
+  CHECK(env, set_mode(env, o, st));
+  if (st->mode == KF_MODE_TIMER) {
+    const kf_timer_stats_t *ts = &st->timer;
+    CHECK(env, set_num(env, o, "timerSignal", ts->signo));
+    CHECK(env, set_num(env, o, "timerThreads", (double)ts->armed));
+    CHECK(env, set_num(env, o, "timerUnarmed", (double)ts->unarmed));
+    if (ts->unarmed)
+      CHECK(env, set_str(env, o, "timerArmError", strerror(ts->arm_errno)));
+    CHECK(env, set_num(env, o, "timerUnwalked", (double)ts->unwalked));
+  }
   CHECK(env, set_num(env, o, "samples", (double)st->samples));
   CHECK(env, set_num(env, o, "lost", (double)st->lost));
   CHECK(env, set_num(env, o, "duplicates", (double)st->duplicates));

@@ -30,6 +30,9 @@
 #define MAPS_RELOAD_NS 100000000ULL
 #define MAPS_RELOAD_SOON_NS 5000000ULL
 #define MAPS_RELOADS_SOON 16
+/* The timer sampler finds threads by reading /proc/self/task this often: a
+ * thread is sampled from at most this long after it started. */
+#define THREAD_SCAN_NS 20000000ULL
 
 /* A thread seen in samples. `source` is the tid owning the opened event its
  * samples are taken from: itself when attached directly, else the creator it
@@ -45,7 +48,8 @@ typedef struct thread {
 } thread_t;
 
 struct kf_collector {
-  kf_sampler_t *sampler;
+  kf_sampler_t *sampler; /* or: */
+  kf_timer_t *timer;
   kf_stacks_t *stacks;
   kf_collector_stats_t stats;
   thread_t *threads;
@@ -84,6 +88,7 @@ static thread_t *find_thread(kf_collector_t *c, uint32_t tid) {
 }
 
 static int is_direct(const kf_collector_t *c, uint32_t tid) {
+  if (c->timer) return 1; /* every thread has its own timer */
   for (size_t i = 0; i < c->nowners; i++)
     if (c->owners[i].tid == tid) return 1;
   return 0;
@@ -159,18 +164,19 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
   }
   uint64_t id = rs.id, time = rs.time;
   uint32_t pid = rs.pid, tid = rs.tid, nr = rs.nr;
-  const kf_event_owner_t *owner = owner_of(c, id);
-  if (pid != c->pid || !owner) {
+  const kf_event_owner_t *owner = c->timer ? NULL : owner_of(c, id);
+  if (pid != c->pid || (!owner && !c->timer)) {
     c->stats.foreign++;
     return;
   }
+  uint32_t source = owner ? owner->tid : tid;
   thread_t *t = find_thread(c, tid);
   if (!t && !(t = add_thread(c, tid))) {
     c->stats.no_memory++;
     return;
   }
-  if (t->source == 0) t->source = owner->tid;
-  if (t->source != owner->tid) {
+  if (t->source == 0) t->source = source;
+  if (t->source != source) {
     c->stats.duplicates++;
     return;
   }
@@ -203,11 +209,12 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
     ips = c->scratch;
     nr = (uint32_t)n;
   }
-  if (kf_stacks_add(c->stacks, tid, time, ips, (uint32_t)nr)) {
+  if (kf_stacks_add_n(c->stacks, tid, time, ips, (uint32_t)nr, rs.periods)) {
     c->stats.no_memory++;
     return;
   }
-  if (c->stats.samples++ == 0) c->stats.first_time = time;
+  if (c->stats.samples == 0) c->stats.first_time = time;
+  c->stats.samples += rs.periods;
   c->stats.last_time = time;
 }
 
@@ -283,8 +290,33 @@ static void after_drain(kf_collector_t *c, uint64_t drain_began) {
   }
 }
 
+/* Timer sampler: wakes when a ring is half full, and to look for new
+ * threads; at the end disarms the sampler, then drains what is left. */
+static void run_timer(kf_collector_t *c) {
+  struct pollfd pfd[2] = {{.fd = c->wake_fd, .events = POLLIN},
+                          {.fd = kf_timer_wake_fd(c->timer), .events = POLLIN}};
+  uint64_t scanned_at = kf_now_ns();
+  for (int stopping = 0; !stopping;) {
+    poll(pfd, 2, (int)(THREAD_SCAN_NS / 1000000));
+    stopping = (pfd[0].revents & POLLIN) != 0;
+    uint64_t drain_began = kf_now_ns();
+    if (stopping) {
+      kf_timer_disable(c->timer);
+    } else if (drain_began - scanned_at >= THREAD_SCAN_NS) {
+      kf_timer_scan(c->timer);
+      scanned_at = drain_began;
+    }
+    kf_timer_drain(c->timer, on_record, c);
+    after_drain(c, drain_began);
+  }
+}
+
 static void *run(void *arg) {
   kf_collector_t *c = arg;
+  if (c->timer) {
+    run_timer(c);
+    return NULL;
+  }
   kf_ring_t *rings;
   const int *fds;
   size_t n = kf_sampler_rings(c->sampler, &rings, &fds);
@@ -322,8 +354,10 @@ int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
   kf_collector_t *c = calloc(1, sizeof(*c));
   if (!c) return -ENOMEM;
   c->sampler = sampler;
+  c->timer = sampler ? NULL : opts->timer;
   c->opts = *opts;
-  c->layout = &kf_sampler_info(sampler)->layout;
+  c->layout = sampler ? &kf_sampler_info(sampler)->layout
+                      : &kf_timer_info(c->timer)->layout;
   if (opts->codemap &&
       !(c->jit = kf_jitframes_new(opts->codemap, opts->v8layout))) {
     free(c);
@@ -338,7 +372,7 @@ int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
     c->maps_loaded_at = kf_now_ns();
   }
   c->pid = (uint32_t)getpid();
-  c->owners = kf_sampler_owners(sampler, &c->nowners);
+  if (sampler) c->owners = kf_sampler_owners(sampler, &c->nowners);
   c->stacks = kf_stacks_new();
   c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   int rc = c->wake_fd < 0 ? -errno : -ENOMEM;
@@ -366,10 +400,16 @@ void kf_collector_stop(kf_collector_t *c) {
   ssize_t w = write(c->wake_fd, &one, sizeof one);
   (void)w; /* an eventfd write of 1 cannot fail short of overflow */
   pthread_join(c->thread, NULL);
-  kf_ring_t *rings;
-  const int *fds;
-  size_t n = kf_sampler_rings(c->sampler, &rings, &fds);
-  for (size_t i = 0; i < n; i++) c->stats.corrupt += rings[i].corrupt;
+  if (c->timer) {
+    kf_timer_stats(c->timer, &c->stats.timer);
+    c->stats.lost += c->stats.timer.lost;
+    c->stats.corrupt += c->stats.timer.corrupt;
+  } else {
+    kf_ring_t *rings;
+    const int *fds;
+    size_t n = kf_sampler_rings(c->sampler, &rings, &fds);
+    for (size_t i = 0; i < n; i++) c->stats.corrupt += rings[i].corrupt;
+  }
   if (c->jit) c->stats.jit = *kf_jitframes_stats(c->jit);
 }
 

@@ -1,5 +1,8 @@
 /*
- * collector: the thread that drains the perf rings while a profile runs.
+ * collector: the thread that drains the rings while a profile runs: the perf
+ * sampler's (one per CPU) or the timer sampler's (one per thread, same
+ * records; the collector also has it scan for new threads every 20 ms and
+ * disarms it at stop).
  *
  * It wakes when a ring is half full (and at least every 100 ms), turns each
  * PERF_RECORD_SAMPLE into an entry of a kf_stacks_t, counts PERF_RECORD_LOST,
@@ -18,6 +21,7 @@
 #include "jitframes.h"
 #include "sampler.h"
 #include "stacks.h"
+#include "timersampler.h"
 
 typedef struct kf_collector_opts {
   kf_codemap_t *codemap;  /* JIT code to name frames from, or NULL */
@@ -25,6 +29,7 @@ typedef struct kf_collector_opts {
                              only when the code changed), or NULL */
   const kf_v8layout_t *v8layout; /* to read V8 frames off stack copies */
   kf_funcpos_t *funcpos;  /* to name inlined functions, or NULL */
+  kf_timer_t *timer;      /* samples from the timer sampler, not perf */
 } kf_collector_opts_t;
 
 typedef struct kf_collector_stats {
@@ -40,17 +45,21 @@ typedef struct kf_collector_stats {
   uint64_t stack_copies, stack_bytes; /* user stack copies in samples */
   uint64_t perf_map_writes, perf_map_errors;
   int perf_map_errno;   /* of the last failed write */
+  kf_timer_stats_t timer; /* timer sampler's (lost and corrupt included
+                             above too) */
 } kf_collector_stats_t;
 
 typedef struct kf_collector kf_collector_t;
 
-/* Starts the thread over an open sampler (which must outlive the
- * collector, as must opts->codemap). Returns 0, -ENOMEM or -KF_ERR_THREAD. */
+/* Starts the thread over an open sampler, or over opts->timer when sampler
+ * is NULL (either must outlive the collector, as must opts->codemap).
+ * Returns 0, -ENOMEM or -KF_ERR_THREAD. */
 int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
                        kf_collector_t **out);
 
 /* Wakes the thread, lets it drain what the rings still hold, joins it. The
- * caller disables the sampler first so the rings stop growing. */
+ * caller disables a perf sampler first so the rings stop growing; a timer
+ * sampler is disabled by the thread itself, the only one arming it. */
 void kf_collector_stop(kf_collector_t *c);
 
 const kf_stacks_t *kf_collector_stacks(const kf_collector_t *c);

@@ -18,6 +18,8 @@ const char *kf_error_name(int err) {
     case KF_ERR_READ: return "KFLAME_ERR_READ";
     case KF_ERR_WRITE: return "KFLAME_ERR_WRITE";
     case KF_ERR_UNSAFE_PATH: return "KFLAME_ERR_UNSAFE_PATH";
+    case KF_ERR_TIMER: return "KFLAME_ERR_TIMER";
+    case KF_ERR_NO_SIGNAL: return "KFLAME_ERR_NO_SIGNAL";
     default: return "KFLAME_ERR_SYSTEM";
   }
 }
@@ -86,6 +88,19 @@ void kf_error_advice(int err, int sys_errno, char *buf, unsigned len) {
                "FIFO, socket or directory, which kflame never writes through "
                "or replaces (another user may have planted it). Fix: remove it, "
                "or choose another path");
+      break;
+    case KF_ERR_TIMER:
+      snprintf(buf, len,
+               "cannot arm a CPU-time timer for the timer sampler (%s): a "
+               "seccomp filter refuses timer_create, or this user's queued "
+               "signals are used up (each timer holds one). Fix: allow "
+               "timer_create, or raise `ulimit -i` (RLIMIT_SIGPENDING)", why);
+      break;
+    case KF_ERR_NO_SIGNAL:
+      snprintf(buf, len,
+               "every real-time signal (SIGRTMIN to SIGRTMAX) already has a "
+               "handler, so the timer sampler has none to reserve. Fix: free "
+               "one, or use mode 'perf'");
       break;
     case KF_ERR_PERF_MAP:
       snprintf(buf, len,

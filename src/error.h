@@ -23,6 +23,8 @@ enum {
   KF_ERR_WRITE,            /* could not write an output file */
   KF_ERR_UNSAFE_PATH,      /* a link, device, FIFO, socket or directory at
                               the target of a write (see safefile.h) */
+  KF_ERR_TIMER,            /* timer sampler: timer_create/sigaction refused */
+  KF_ERR_NO_SIGNAL,        /* timer sampler: every real-time signal is taken */
   KF_ERR_MAX
 };
 

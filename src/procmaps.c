@@ -21,6 +21,8 @@ static int parse_line(char *line, kf_mapping_t *m) {
   if (hex(&p, &m->start) || *p++ != '-' || hex(&p, &m->end) || *p++ != ' ')
     return -1;
   if (strlen(p) < 5) return -1;
+  m->read = p[0] == 'r';
+  m->write = p[1] == 'w';
   m->exec = p[2] == 'x';
   p += 4;
   if (*p++ != ' ' || hex(&p, &m->offset) || *p++ != ' ') return -1;

@@ -14,6 +14,7 @@ typedef struct kf_mapping {
   uint64_t offset;     /* file offset of start */
   uint64_t inode;
   uint32_t dev_major, dev_minor;
+  int read, write;     /* 'r', 'w' in the permissions */
   int exec;            /* 'x' in the permissions */
   const char *path;    /* "" for anonymous; "[vdso]" etc. for specials */
 } kf_mapping_t;

@@ -27,7 +27,9 @@ struct kf_profiler {
   pthread_t preload;
   int preloading, preloaded;
   int preload_kernel; /* read by the preload thread: kallsyms too */
-  kf_sampler_t *sampler;
+  kf_sampler_t *sampler;  /* one of the two samplers, while running */
+  kf_timer_t *timer;
+  int perf_refused, perf_refused_errno; /* why AUTO chose the timer */
   kf_collector_t *collector;
   kf_profile_opts_t opts;
   char *perf_map; /* opts.perf_map, owned */
@@ -85,18 +87,20 @@ static void start_preload(kf_profiler_t *p, int kernel) {
 static void close_session(kf_profiler_t *p) {
   if (p->collector) kf_collector_free(p->collector);
   if (p->sampler) kf_sampler_close(p->sampler);
+  kf_timer_close(p->timer);
   if (p->opts.codemap) kf_codemap_keep_dead(p->opts.codemap, 0);
   free(p->perf_map);
   p->collector = NULL;
   p->sampler = NULL;
+  p->timer = NULL;
   p->perf_map = NULL;
 }
 
 void kf_profiler_free(kf_profiler_t *p) {
   if (!p) return;
   join_preload(p);
-  if (p->sampler) {
-    kf_sampler_disable(p->sampler);
+  if (kf_profiler_running(p)) {
+    if (p->sampler) kf_sampler_disable(p->sampler);
     kf_collector_stop(p->collector);
     close_session(p);
   }
@@ -104,12 +108,41 @@ void kf_profiler_free(kf_profiler_t *p) {
   free(p);
 }
 
-int kf_profiler_running(const kf_profiler_t *p) { return p->sampler != NULL; }
+int kf_profiler_running(const kf_profiler_t *p) {
+  return p->sampler != NULL || p->timer != NULL;
+}
+
+/* perf_event_open refused or unusable here, where timers may still work. */
+static int timer_may_help(int rc) {
+  return rc == -KF_ERR_PERF_PARANOID || rc == -KF_ERR_PERF_DENIED ||
+         rc == -KF_ERR_PERF_UNSUPPORTED || rc == -KF_ERR_MLOCK ||
+         rc == -KF_ERR_FD_LIMIT;
+}
+
+/* Opens the sampler the mode asks for: AUTO tries perf, then the timers. */
+static int open_sampler(kf_profiler_t *p, const kf_profile_opts_t *opts,
+                        int *sys_errno) {
+  int rc = -KF_ERR_PERF_UNSUPPORTED;
+  p->perf_refused = p->perf_refused_errno = 0;
+  if (opts->mode != KF_MODE_TIMER) {
+    rc = kf_sampler_open(&opts->sampler, &p->sampler, sys_errno);
+    /* Out of descriptors is the same advice wherever it struck: in
+     * perf_event_open or in reading /sys or /proc before it. */
+    if (rc == -EMFILE || rc == -ENFILE) rc = -KF_ERR_FD_LIMIT;
+    if (rc != 0) p->sampler = NULL;
+    if (rc == 0 || opts->mode == KF_MODE_PERF || !timer_may_help(rc)) return rc;
+    p->perf_refused = rc;
+    p->perf_refused_errno = *sys_errno;
+  }
+  rc = kf_timer_open(&opts->sampler, &p->timer, sys_errno);
+  if (rc != 0) p->timer = NULL;
+  return rc;
+}
 
 int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
                       int *sys_errno) {
   *sys_errno = 0;
-  if (p->sampler) return -KF_ERR_RUNNING;
+  if (kf_profiler_running(p)) return -KF_ERR_RUNNING;
   p->opts = *opts;
   if (opts->perf_map && !(p->perf_map = strdup(opts->perf_map)))
     return -ENOMEM;
@@ -123,19 +156,16 @@ int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
     kf_codemap_keep_dead(opts->codemap, 1);
     kf_codemap_stats(opts->codemap, &p->code_at_start);
   }
-  int rc = kf_sampler_open(&opts->sampler, &p->sampler, sys_errno);
-  /* Out of descriptors is the same advice wherever it struck: in
-   * perf_event_open or in reading /sys or /proc before it. */
-  if (rc == -EMFILE || rc == -ENFILE) rc = -KF_ERR_FD_LIMIT;
+  int rc = open_sampler(p, opts, sys_errno);
   if (rc != 0) {
-    p->sampler = NULL;
     close_session(p);
     return rc;
   }
   kf_collector_opts_t copts = {.codemap = opts->codemap,
                                .perf_map = p->perf_map,
                                .v8layout = opts->v8layout,
-                               .funcpos = opts->funcpos};
+                               .funcpos = opts->funcpos,
+                               .timer = p->timer};
   rc = kf_collector_start(p->sampler, &copts, &p->collector);
   if (rc != 0) {
     *sys_errno = -rc < KF_ERR_BASE ? -rc : errno;
@@ -144,7 +174,7 @@ int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
     close_session(p);
     return rc;
   }
-  start_preload(p, kf_sampler_info(p->sampler)->kernel);
+  start_preload(p, p->sampler && kf_sampler_info(p->sampler)->kernel);
   return 0;
 }
 
@@ -243,12 +273,13 @@ static int copy_samples(const kf_stacks_t *stacks, const uint32_t *line_of,
 
 int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
   memset(out, 0, sizeof(*out));
-  if (!p->sampler) return -KF_ERR_NOT_RUNNING;
-  kf_sampler_disable(p->sampler);
+  if (!kf_profiler_running(p)) return -KF_ERR_NOT_RUNNING;
+  if (p->sampler) kf_sampler_disable(p->sampler);
   kf_collector_stop(p->collector);
 
   kf_profile_stats_t *st = &out->stats;
-  const kf_sampler_info_t *info = kf_sampler_info(p->sampler);
+  const kf_sampler_info_t *info =
+      p->sampler ? kf_sampler_info(p->sampler) : kf_timer_info(p->timer);
   const kf_collector_stats_t *cs = kf_collector_stats(p->collector);
   st->samples = cs->samples;
   st->lost = cs->lost;
@@ -260,6 +291,10 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
   st->started_ns = p->started_ns;
   st->wall_start_ms = p->wall_start_ms;
   st->hz = p->opts.sampler.hz;
+  st->mode = p->sampler ? KF_MODE_PERF : KF_MODE_TIMER;
+  st->perf_refused = p->perf_refused;
+  st->perf_refused_errno = p->perf_refused_errno;
+  st->timer = cs->timer;
   st->event = p->opts.sampler.event;
   st->kernel = info->kernel;
   st->kernel_refused = info->kernel_refused;
@@ -300,6 +335,8 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
   uint32_t max_frames = info->max_stack;
   kf_sampler_close(p->sampler);
   p->sampler = NULL;
+  kf_timer_close(p->timer);
+  p->timer = NULL;
 
   const kf_stacks_t *stacks = kf_collector_stacks(p->collector);
   join_preload(p);

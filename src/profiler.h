@@ -12,10 +12,16 @@
 
 #include "codemap.h"
 #include "sampler.h"
+#include "timersampler.h"
 #include "v8frames.h"
+
+/* Which sampler runs: perf events, or per-thread CPU-time timers where
+ * perf_event_open is refused (timersampler.h). AUTO tries perf first. */
+typedef enum { KF_MODE_AUTO = 0, KF_MODE_PERF, KF_MODE_TIMER } kf_mode_t;
 
 typedef struct kf_profile_opts {
   kf_sampler_opts_t sampler;
+  kf_mode_t mode;
   kf_codemap_t *codemap; /* JIT code map; NULL leaves JIT frames [jit] */
   /* V8's frame layout, to name JS frames from stack copies; NULL when
    * this V8 is unknown (frames then come from the callchain alone) */
@@ -33,6 +39,10 @@ typedef struct kf_profile_stats {
   uint64_t started_ns;   /* CLOCK_MONOTONIC at start() */
   uint64_t wall_start_ms; /* CLOCK_REALTIME at start(), ms since the epoch */
   uint32_t hz;
+  kf_mode_t mode;        /* the sampler that ran: PERF or TIMER */
+  /* AUTO fell back to the timer sampler: perf's error code and errno */
+  int perf_refused, perf_refused_errno;
+  kf_timer_stats_t timer; /* the timer sampler's, when it ran */
   kf_event_t event;
   int kernel;            /* kernel frames were sampled */
   int kernel_refused;    /* asked for, not allowed (perf_event_paranoid) */

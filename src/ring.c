@@ -103,20 +103,26 @@ int kf_ring_parse_sample(const struct perf_event_header *rec,
                          const kf_ring_layout_t *layout,
                          kf_ring_sample_t *out) {
   memset(out, 0, sizeof(*out));
-  if (rec->size < sizeof(*rec) + 32) return -EBADMSG;
+  out->periods = 1;
+  if (rec->size < sizeof(*rec) + 24) return -EBADMSG;
   const unsigned char *p = (const unsigned char *)(rec + 1);
-  size_t room = rec->size - sizeof(*rec) - 32;
+  size_t room = rec->size - sizeof(*rec);
   uint64_t nr;
   memcpy(&out->id, p, 8);
   memcpy(&out->pid, p + 8, 4);
   memcpy(&out->tid, p + 12, 4);
   memcpy(&out->time, p + 16, 8);
-  memcpy(&nr, p + 24, 8);
+  p += 24;
+  room -= 24;
+  if (layout && layout->periods &&
+      (take_u64(&p, &room, &out->periods) || out->periods == 0))
+    return -EBADMSG;
+  if (take_u64(&p, &room, &nr)) return -EBADMSG;
   /* nr is the kernel's word, checked against the record's own size. */
   if (nr > room / 8) return -EBADMSG;
   out->nr = (uint32_t)nr;
-  out->ips = (const uint64_t *)(p + 32);
-  p += 32 + nr * 8;
+  out->ips = (const uint64_t *)p;
+  p += nr * 8;
   room -= nr * 8;
   if (!layout || layout->user_regs == 0) return 0; /* the rest is ignored */
 

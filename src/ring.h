@@ -49,14 +49,18 @@ uint64_t kf_ring_pending(const kf_ring_t *ring);
 
 /* What a sample record holds beyond the fixed fields (see sampler.c). */
 typedef struct kf_ring_layout {
+  /* 1: a u64 follows time: how many sampling periods the sample stands for
+   * (PERF_SAMPLE_PERIOD's place; the timer sampler's records carry it, as a
+   * timer that fired late stands for the periods it missed). 0: one each. */
+  uint32_t periods;
   /* 0: the record ends after the callchain. Else PERF_SAMPLE_REGS_USER
    * with this many registers, then PERF_SAMPLE_STACK_USER, follow it. */
   uint32_t user_regs;
 } kf_ring_layout_t;
 
 /* A PERF_RECORD_SAMPLE as the sampler asks for it (sample_type IDENTIFIER |
- * TID | TIME | CALLCHAIN [| REGS_USER | STACK_USER]):
- *   u64 id; u32 pid, tid; u64 time; u64 nr; u64 ips[nr];
+ * TID | TIME [| PERIOD] | CALLCHAIN [| REGS_USER | STACK_USER]):
+ *   u64 id; u32 pid, tid; u64 time; [u64 periods;] u64 nr; u64 ips[nr];
  *   [u64 abi; u64 regs[user_regs] (absent when abi is NONE);
  *    u64 size; char stack[size]; u64 dyn_size (absent when size is 0)]
  * Pointers point into the record (ips and regs 8-byte aligned: records are
@@ -65,6 +69,7 @@ typedef struct kf_ring_layout {
  * callchain. */
 typedef struct kf_ring_sample {
   uint64_t id, time;
+  uint64_t periods;            /* >= 1 */
   uint32_t pid, tid;
   uint32_t nr;
   const uint64_t *ips;

@@ -3,6 +3,7 @@
 #include "grow.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,7 +63,13 @@ static int rehash(kf_stacks_t *s) {
 
 int kf_stacks_add(kf_stacks_t *s, uint32_t tid, uint64_t time,
                   const uint64_t *ips, uint32_t nr) {
-  if (kf_grow((void **)&s->samples, &s->samples_cap, s->nsamples + 1,
+  return kf_stacks_add_n(s, tid, time, ips, nr, 1);
+}
+
+int kf_stacks_add_n(kf_stacks_t *s, uint32_t tid, uint64_t time,
+                    const uint64_t *ips, uint32_t nr, uint64_t periods) {
+  if (periods == 0 || periods > SIZE_MAX / 2 ||
+      kf_grow((void **)&s->samples, &s->samples_cap, s->nsamples + periods,
               sizeof(kf_sample_t), 1024))
     return -ENOMEM;
   /* Keep the table at most half full. */
@@ -97,8 +104,9 @@ int kf_stacks_add(kf_stacks_t *s, uint32_t tid, uint64_t time,
     s->nips += nr;
     s->slots[j] = id + 1;
   }
-  s->entries[id].count++;
-  s->samples[s->nsamples++] = (kf_sample_t){.time = time, .stack = id, .tid = tid};
+  s->entries[id].count += periods;
+  for (uint64_t i = 0; i < periods; i++)
+    s->samples[s->nsamples++] = (kf_sample_t){.time = time, .stack = id, .tid = tid};
   return 0;
 }
 

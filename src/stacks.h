@@ -37,6 +37,12 @@ void kf_stacks_free(kf_stacks_t *s);
 int kf_stacks_add(kf_stacks_t *s, uint32_t tid, uint64_t time,
                   const uint64_t *ips, uint32_t nr);
 
+/* Records a sample that stands for `periods` sampling periods (a timer that
+ * fired late, see timersampler.h): counted, and kept in the timeline, that
+ * many times. periods >= 1. */
+int kf_stacks_add_n(kf_stacks_t *s, uint32_t tid, uint64_t time,
+                    const uint64_t *ips, uint32_t nr, uint64_t periods);
+
 size_t kf_stacks_count(const kf_stacks_t *s);
 void kf_stacks_get(const kf_stacks_t *s, size_t i, kf_stack_t *out);
 
