@@ -324,8 +324,39 @@ static void parses_user_registers_and_stack(void) {
   CHECK(kf_ring_parse_sample((void *)rec, NULL, &rs) == 0 && rs.regs == NULL);
 }
 
+/* The timer sampler's records carry a count of periods after time. */
+static void parses_periods(void) {
+  uint64_t rec[8] = {0};
+  struct perf_event_header h = {.type = PERF_RECORD_SAMPLE, .size = 8 * 8};
+  memcpy(rec, &h, sizeof h);
+  rec[1] = 7;                     /* id */
+  rec[2] = 5ULL << 32 | 4;        /* pid 4, tid 5 */
+  rec[3] = 1000;                  /* time */
+  rec[4] = 3;                     /* periods */
+  rec[5] = 2;                     /* nr */
+  rec[6] = 0xaa;
+  rec[7] = 0xbb;
+  kf_ring_layout_t layout = {.periods = 1};
+  kf_ring_sample_t rs;
+  CHECK(kf_ring_parse_sample((void *)rec, &layout, &rs) == 0);
+  CHECK(rs.periods == 3 && rs.nr == 2 && rs.ips[1] == 0xbb && rs.tid == 5);
+  /* Zero periods, or a record cut before nr: refused. */
+  rec[4] = 0;
+  CHECK(kf_ring_parse_sample((void *)rec, &layout, &rs) == -EBADMSG);
+  rec[4] = 1;
+  h.size = 5 * 8;
+  memcpy(rec, &h, sizeof h);
+  CHECK(kf_ring_parse_sample((void *)rec, &layout, &rs) == -EBADMSG);
+  /* Without periods in the layout every sample stands for one. */
+  rec[4] = 1;
+  h.size = 7 * 8;
+  memcpy(rec, &h, sizeof h);
+  CHECK(kf_ring_parse_sample((void *)rec, NULL, &rs) == 0 && rs.periods == 1 && rs.nr == 1);
+}
+
 static const kftest_case_t cases[] = {
     {"ring: reads records in order", reads_records_in_order},
+    {"ring: a sample's count of periods", parses_periods},
     {"ring: record wrapping the end is whole", record_wrapping_the_end_is_whole},
     {"ring: header wrapping the end is whole", header_wrapping_the_end_is_whole},
     {"ring: unaligned record is copied aligned", unaligned_record_is_copied_aligned},

@@ -106,7 +106,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   seen_t s = {.ring = &ring, .stacks = kf_stacks_new(),
-              .layout = {.user_regs = data[17] & 4 ? 3 : 0}};
+              .layout = {.user_regs = data[17] & 4 ? 3 : 0,
+                         .periods = data[17] & 8 ? 1 : 0}};
   if (!s.stacks) abort();
   for (int round = 0; round < (data[17] & 2 ? 2 : 1); round++) {
     uint64_t before = m->data_tail, corrupt = ring.corrupt, bytes = s.bytes;

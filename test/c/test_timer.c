@@ -1,0 +1,351 @@
+/* The timer sampler (timersampler.c) for real: its timers, its signal and
+ * its handler, in this process, with threads that burn CPU. The test's main
+ * thread plays the collector (scan, drain, disable). Also run under ASan,
+ * UBSan and TSan (scripts/test.sh). */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../src/error.h"
+#include "../../src/ring.h"
+#include "../../src/timersampler.h"
+#include "kftest.h"
+
+#define MAX_TIDS 64
+
+/* What the drained samples said, per thread. */
+typedef struct seen {
+  const kf_ring_layout_t *layout;
+  uint32_t pid;
+  uint32_t tids[MAX_TIDS];
+  uint64_t periods[MAX_TIDS], records_of[MAX_TIDS];
+  uint64_t via_spinner[MAX_TIDS]; /* samples whose chain reaches spinner */
+  uint64_t records, bad, stack_copies;
+} seen_t;
+
+static int stop_spinning; /* atomics: the spinners read it */
+static uint64_t sink; /* keeps the spinning; atomic: threads share it */
+
+__attribute__((noinline)) static uint64_t spin_inner(uint64_t x) {
+  for (int i = 0; i < 1000; i++) x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+  __asm__ volatile("" ::: "memory");
+  return x;
+}
+
+__attribute__((noinline)) static void spin_outer(void) {
+  uint64_t x = 1;
+  while (!__atomic_load_n(&stop_spinning, __ATOMIC_RELAXED)) x = spin_inner(x);
+  __atomic_store_n(&sink, x, __ATOMIC_RELAXED);
+}
+
+static uint32_t gettid_(void) { return (uint32_t)syscall(SYS_gettid); }
+
+/* arg: where to put the thread's tid, or NULL */
+static void *spinner(void *arg) {
+  if (arg) __atomic_store_n((uint32_t *)arg, gettid_(), __ATOMIC_RELEASE);
+  spin_outer();
+  return NULL;
+}
+
+static void on_record(const struct perf_event_header *h, void *ctx) {
+  seen_t *s = ctx;
+  s->records++;
+  kf_ring_sample_t rs;
+  if (h->type != PERF_RECORD_SAMPLE || kf_ring_parse_sample(h, s->layout, &rs) != 0 ||
+      rs.pid != s->pid || rs.nr < 2 || rs.ips[0] != (uint64_t)PERF_CONTEXT_USER) {
+    s->bad++;
+    return;
+  }
+  if (rs.stack_len) s->stack_copies++;
+  int i = 0;
+  while (i < MAX_TIDS && s->tids[i] && s->tids[i] != rs.tid) i++;
+  if (i == MAX_TIDS) return;
+  s->tids[i] = rs.tid;
+  s->periods[i] += rs.periods;
+  s->records_of[i]++;
+  /* The return address into spinner, after its call of spin_outer: found
+   * by walking spin_outer's frame (spin_inner, a leaf, keeps none). */
+  for (uint32_t k = 2; k < rs.nr; k++)
+    if (rs.ips[k] > (uint64_t)(uintptr_t)spinner &&
+        rs.ips[k] < (uint64_t)(uintptr_t)spinner + 256)
+      s->via_spinner[i]++;
+}
+
+static int index_of(const seen_t *s, uint32_t tid) {
+  for (int i = 0; i < MAX_TIDS; i++)
+    if (s->tids[i] == tid) return i;
+  return -1;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+/* Runs the collector's loop for `ms`, scanning every 10 ms. */
+static void collect(kf_timer_t *t, seen_t *s, long ms) {
+  for (long waited = 0; waited < ms; waited += 10) {
+    sleep_ms(10);
+    kf_timer_scan(t);
+    kf_timer_drain(t, on_record, s);
+  }
+}
+
+static uint64_t thread_cpu_ns(pthread_t th) {
+  clockid_t clock;
+  struct timespec ts;
+  CHECK(pthread_getcpuclockid(th, &clock) == 0);
+  CHECK(clock_gettime(clock, &ts) == 0);
+  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static kf_timer_t *open_timer(uint32_t hz, uint32_t stack_bytes) {
+  kf_sampler_opts_t o = {.hz = hz, .ring_pages = 16, .stack_bytes = stack_bytes};
+  kf_timer_t *t = NULL;
+  int sys_errno = 0;
+  int rc = kf_timer_open(&o, &t, &sys_errno);
+  if (rc != 0) fprintf(stderr, "  kf_timer_open: %d (%s)\n", rc, strerror(sys_errno));
+  CHECK(rc == 0 && t);
+  return t;
+}
+
+static void busy_threads_sampled(void) {
+  __atomic_store_n(&stop_spinning, 0, __ATOMIC_RELAXED);
+  pthread_t th[2];
+  uint32_t tids[2] = {0, 0};
+  for (int i = 0; i < 2; i++) CHECK(pthread_create(&th[i], NULL, spinner, &tids[i]) == 0);
+  sleep_ms(20); /* both running when the timers are armed */
+  uint64_t cpu0[2] = {thread_cpu_ns(th[0]), thread_cpu_ns(th[1])};
+  kf_timer_t *t = open_timer(499, 4096);
+  const kf_sampler_info_t *info = kf_timer_info(t);
+  CHECK(info->threads >= 3 && info->layout.periods == 1 && info->layout.user_regs == 3);
+  seen_t s = {.layout = &info->layout, .pid = (uint32_t)getpid()};
+  collect(t, &s, 600);
+  kf_timer_disable(t);
+  uint64_t cpu[2] = {thread_cpu_ns(th[0]) - cpu0[0], thread_cpu_ns(th[1]) - cpu0[1]};
+  kf_timer_drain(t, on_record, &s);
+  __atomic_store_n(&stop_spinning, 1, __ATOMIC_RELAXED);
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  kf_timer_stats_t st;
+  kf_timer_stats(t, &st);
+  CHECK_EQ_U64(s.bad, 0);
+  CHECK_EQ_U64(st.corrupt, 0);
+  CHECK_EQ_U64(st.lost, 0);
+  CHECK(s.stack_copies > 0);
+  for (int k = 0; k < 2; k++) {
+    int i = index_of(&s, tids[k]);
+    CHECK(i >= 0);
+    /* The periods stand for the thread's CPU time (within 20%: the first
+     * and last periods are partial), and the frame chain is walked through
+     * spinner's frame in most samples. */
+    uint64_t expected = cpu[k] * 499 / 1000000000ULL;
+    CHECK(s.periods[i] * 10 >= expected * 8 && s.periods[i] * 10 <= expected * 12);
+    CHECK(s.via_spinner[i] * 2 >= s.records_of[i]);
+  }
+  kf_timer_close(t);
+}
+
+static void *short_spinner(void *arg) {
+  uint32_t *tid = arg;
+  *tid = gettid_();
+  uint64_t x = 1, until = 0;
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  until = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec + 150000000ULL;
+  for (;;) {
+    x = spin_inner(x);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    if ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec > until) break;
+  }
+  __atomic_store_n(&sink, x, __ATOMIC_RELAXED);
+  return NULL;
+}
+
+static int count_timers(void) {
+  FILE *f = fopen("/proc/self/timers", "r");
+  if (!f) return -1;
+  char line[256];
+  int n = 0;
+  while (fgets(line, sizeof line, f)) n += strncmp(line, "ID:", 3) == 0;
+  fclose(f);
+  return n;
+}
+
+static void later_threads_armed_ended_let_go(void) {
+  kf_timer_t *t = open_timer(999, 1024);
+  seen_t s = {.layout = &kf_timer_info(t)->layout, .pid = (uint32_t)getpid()};
+  int timers_before = count_timers();
+  uint32_t tid = 0;
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, short_spinner, &tid) == 0);
+  collect(t, &s, 100);
+  int timers_during = count_timers();
+  CHECK(timers_during > timers_before);
+  pthread_join(th, NULL);
+  collect(t, &s, 30);
+  CHECK(count_timers() < timers_during); /* its timer deleted */
+  int i = index_of(&s, tid);
+  CHECK(i >= 0 && s.periods[i] >= 50); /* ~150 ms of CPU at 999 Hz */
+  kf_timer_close(t);
+  CHECK(count_timers() == 0);
+}
+
+static int count_dir(const char *path) {
+  DIR *d = opendir(path);
+  if (!d) return -1;
+  int n = 0;
+  while (readdir(d)) n++;
+  closedir(d);
+  return n;
+}
+
+static int count_lines(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  int n = 0, c;
+  while ((c = fgetc(f)) != EOF) n += c == '\n';
+  fclose(f);
+  return n;
+}
+
+static int handler_is_default(int sig) {
+  struct sigaction sa;
+  CHECK(sigaction(sig, NULL, &sa) == 0);
+  return !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_DFL;
+}
+
+static void cycles_leave_nothing(void) {
+  __atomic_store_n(&stop_spinning, 0, __ATOMIC_RELAXED);
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, spinner, NULL) == 0); /* signals in flight */
+  int fds = count_dir("/proc/self/fd"), threads = count_dir("/proc/self/task");
+  int maps = -1;
+  seen_t s = {.pid = (uint32_t)getpid()};
+  int cycles = getenv("KFLAME_TIMER_CYCLES") ? atoi(getenv("KFLAME_TIMER_CYCLES")) : 1000;
+  for (int i = 0; i < cycles; i++) {
+    kf_timer_t *t = open_timer(999, 1024);
+    s.layout = &kf_timer_info(t)->layout;
+    if (i % 50 == 0) sleep_ms(2);
+    kf_timer_scan(t);
+    kf_timer_drain(t, on_record, &s);
+    kf_timer_close(t);
+    if (i == 9) maps = count_lines("/proc/self/maps"); /* after malloc settles */
+  }
+  __atomic_store_n(&stop_spinning, 1, __ATOMIC_RELAXED);
+  pthread_join(th, NULL);
+  CHECK_EQ_U64(s.bad, 0);
+  CHECK(s.records > 0);
+  CHECK_EQ_U64(count_dir("/proc/self/fd"), fds);
+  CHECK_EQ_U64(count_dir("/proc/self/task"), threads - 1);
+  CHECK_EQ_U64(count_timers(), 0);
+  CHECK(handler_is_default(SIGRTMAX));
+  int maps_after = count_lines("/proc/self/maps");
+  CHECK(maps_after <= maps + 2); /* no ring left mapped */
+}
+
+static volatile sig_atomic_t got[4];
+static void on_app_signal(int sig) {
+  if (sig == SIGRTMAX) got[0]++;
+  else if (sig == SIGRTMAX - 2) got[1]++;
+  else if (sig == SIGPROF) got[2]++;
+}
+
+static void install(int sig) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_app_signal;
+  CHECK(sigaction(sig, &sa, NULL) == 0);
+}
+
+static void neighbours_untouched(void) {
+  install(SIGRTMAX);     /* taken: the sampler must pick another */
+  install(SIGRTMAX - 2); /* a neighbour */
+  install(SIGPROF);      /* V8's profiler's */
+  __atomic_store_n(&stop_spinning, 0, __ATOMIC_RELAXED);
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, spinner, NULL) == 0);
+  kf_timer_t *t = open_timer(999, 0);
+  kf_timer_stats_t st;
+  kf_timer_stats(t, &st);
+  CHECK(st.signo == SIGRTMAX - 1);
+  seen_t s = {.layout = &kf_timer_info(t)->layout, .pid = (uint32_t)getpid()};
+  for (int i = 0; i < 20; i++) {
+    raise(SIGRTMAX);
+    raise(SIGRTMAX - 2);
+    raise(SIGPROF);
+    /* Someone else's signal of our number is not a sample. */
+    union sigval v = {.sival_int = 0};
+    sigqueue(getpid(), SIGRTMAX - 1, v);
+    collect(t, &s, 10);
+  }
+  kf_timer_close(t);
+  __atomic_store_n(&stop_spinning, 1, __ATOMIC_RELAXED);
+  pthread_join(th, NULL);
+  CHECK(got[0] == 20 && got[1] == 20 && got[2] == 20);
+  CHECK(s.records > 0 && s.bad == 0);
+  CHECK(handler_is_default(SIGRTMAX - 1));
+  struct sigaction sa;
+  CHECK(sigaction(SIGRTMAX, NULL, &sa) == 0 && sa.sa_handler == on_app_signal);
+}
+
+static void *churn(void *arg) {
+  (void)arg;
+  /* allocation-heavy: a signal lands inside malloc and free */
+  for (int i = 0; i < 2000; i++) {
+    void *p[16];
+    for (int k = 0; k < 16; k++) p[k] = malloc(64 + (size_t)k * 512);
+    for (int k = 0; k < 16; k++) free(p[k]);
+  }
+  return NULL;
+}
+
+static void stress_threads_and_allocation(void) {
+  kf_timer_t *t = open_timer(999, 2048);
+  seen_t s = {.layout = &kf_timer_info(t)->layout, .pid = (uint32_t)getpid()};
+  for (int round = 0; round < 40; round++) {
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) CHECK(pthread_create(&th[i], NULL, churn, NULL) == 0);
+    if (round % 2) kf_timer_scan(t);
+    kf_timer_drain(t, on_record, &s);
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  }
+  kf_timer_disable(t);
+  kf_timer_drain(t, on_record, &s);
+  kf_timer_stats_t st;
+  kf_timer_stats(t, &st);
+  kf_timer_close(t);
+  CHECK_EQ_U64(s.bad, 0);
+  CHECK_EQ_U64(st.corrupt, 0);
+  CHECK(st.armed > 4);
+  CHECK(count_timers() == 0);
+}
+
+static void second_open_refused(void) {
+  kf_timer_t *t = open_timer(99, 0), *u = NULL;
+  kf_sampler_opts_t o = {.hz = 99};
+  int e;
+  CHECK(kf_timer_open(&o, &u, &e) == -KF_ERR_RUNNING && !u);
+  kf_timer_close(t);
+}
+
+static const kftest_case_t cases[] = {
+    {"timer: busy threads sampled by their CPU time, frame chains walked", busy_threads_sampled},
+    {"timer: threads started later armed, ended ones let go", later_threads_armed_ended_let_go},
+    {"timer: open/close cycles leave no timer, fd, thread, mapping or handler", cycles_leave_nothing},
+    {"timer: the app's handlers of other signals still run; the previous action comes back", neighbours_untouched},
+    {"timer: stress: signals in malloc, threads starting and ending", stress_threads_and_allocation},
+    {"timer: one sampler at a time", second_open_refused},
+    {NULL, NULL},
+};
+
+int main(int argc, char **argv) { return kftest_main(cases, argc, argv); }
