@@ -17,6 +17,7 @@ const crypto = require('node:crypto')
 const nodeHttp = require('node:http')
 const net = require('node:net')
 const { kflameError } = require('./errors')
+const { MODES } = require('./options')
 
 function api () {
   return require('./index')
@@ -47,9 +48,9 @@ const DEFAULT_SECONDS = 30 // /profile, as Go's pprof
 // so a browser or `curl URL` can drive it; the CSRF that allows is answered
 // by the token, or by the Origin checks of loopback mode.
 const ENDPOINTS = {
-  '/start': { methods: ['GET', 'POST'], params: ['hz'] },
+  '/start': { methods: ['GET', 'POST'], params: ['hz', 'mode'] },
   '/stop': { methods: ['GET', 'POST'], params: ['format'] },
-  '/profile': { methods: ['GET', 'POST'], params: ['seconds', 'hz', 'format'] },
+  '/profile': { methods: ['GET', 'POST'], params: ['seconds', 'hz', 'format', 'mode'] },
   '/status': { methods: ['GET'], params: [] }
 }
 
@@ -303,7 +304,7 @@ function badParam (message) {
 }
 
 // The query of one endpoint: known names only, each once, within bounds.
-// -> { hz, seconds, format }
+// -> { hz, mode, seconds, format }
 function checkParams (config, endpoint, params) {
   const known = ENDPOINTS[endpoint].params
   const seen = new Set()
@@ -315,7 +316,14 @@ function checkParams (config, endpoint, params) {
     if (seen.has(name)) throw badParam(`query parameter "${name}" is given more than once`)
     seen.add(name)
   }
-  const p = { hz: DEFAULT_HZ, seconds: Math.min(DEFAULT_SECONDS, config.maxDuration / 1000), format: 'svg' }
+  const p = { hz: DEFAULT_HZ, mode: 'auto', seconds: Math.min(DEFAULT_SECONDS, config.maxDuration / 1000), format: 'svg' }
+  if (params.has('mode')) {
+    const text = params.get('mode')
+    if (!MODES.includes(text)) {
+      throw badParam(`mode must be one of ${MODES.join(', ')} (the sampler), got ${JSON.stringify(text)}`)
+    }
+    p.mode = text
+  }
   if (params.has('hz')) {
     const text = params.get('hz')
     if (!/^\d{1,6}$/.test(text) || Number(text) < 1 || Number(text) > config.maxHz) {
@@ -396,14 +404,14 @@ function startError (err) {
   let status = 500
   if (code === 'KFLAME_ERR_RUNNING') status = 409
   else if (code === 'KFLAME_ERR_OUT_OF_RANGE' || code === 'KFLAME_ERR_INVALID_ARG') status = 400
-  else if (code.startsWith('KFLAME_ERR_PERF_') || code === 'KFLAME_ERR_MLOCK' || code === 'KFLAME_ERR_FD_LIMIT') status = 503
+  else if (code.startsWith('KFLAME_ERR_PERF_') || ['KFLAME_ERR_MLOCK', 'KFLAME_ERR_FD_LIMIT', 'KFLAME_ERR_TIMER', 'KFLAME_ERR_NO_SIGNAL'].includes(code)) status = 503
   return new HttpError(status, code, err.message)
 }
 
 function begin (config, via, p) {
   checkIdle(config)
   try {
-    api().start({ hz: p.hz })
+    api().start({ hz: p.hz, mode: p.mode })
   } catch (err) {
     throw startError(err)
   }
@@ -535,6 +543,7 @@ function sendProfile (res, profile, format, session, { stopMs, autoStoppedAt }) 
     'X-Kflame-Lost': String(s.lost),
     'X-Kflame-Duration-Ms': String(Math.round(s.durationMs)),
     'X-Kflame-Hz': String(s.hz),
+    'X-Kflame-Mode': String(s.mode),
     'X-Kflame-Warnings': String(s.warnings.length)
   }
   if (autoStoppedAt) headers['X-Kflame-Auto-Stopped'] = new Date(autoStoppedAt).toISOString()

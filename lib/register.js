@@ -6,6 +6,8 @@
 //
 // Configured by the environment (read once, at load):
 //   KFLAME_HZ      samples per second (default 99)
+//   KFLAME_MODE    auto|perf|timer: the sampler (default auto: perf events,
+//                  else per-thread CPU-time timers where perf is refused)
 //   KFLAME_OUT     a file (its extension picks the format) or a directory
 //                  (exists, or ends with '/': <dir>/kflame-<pid>.<ext>);
 //                  %p expands to the pid; default ./kflame-<pid>.svg
@@ -20,7 +22,7 @@ const os = require('node:os')
 const path = require('node:path')
 const { isMainThread } = require('node:worker_threads')
 const { kflameError } = require('./errors')
-const { checkStartOptions, DEFAULTS } = require('./options')
+const { checkStartOptions, DEFAULTS, MODES } = require('./options')
 const output = require('./output')
 const { checkPath, writeFailure } = require('./safefile')
 const { stderrLine } = output
@@ -55,6 +57,15 @@ function parseHz (value) {
       `${err.message.replace(/^start\(options\): /, '').replace(/, got \d+$/, '')}; set it in that range or unset it (default ${DEFAULTS.hz})`)
   }
   return hz
+}
+
+function parseMode (value) {
+  if (value === undefined) return DEFAULTS.mode
+  if (!MODES.includes(value)) {
+    throw configError(`KFLAME_MODE=${JSON.stringify(value)} is not a sampler kflame knows: ` +
+      `set it to ${MODES.join(', ')} (default ${DEFAULTS.mode}), or unset it`)
+  }
+  return value
 }
 
 function parseFormat (value) {
@@ -137,9 +148,10 @@ function resolveOutput (env, { pid = process.pid, cwd = process.cwd() } = {}) {
 // The whole configuration, or a KFLAME_ERR_CONFIG.
 function readConfig (env, where = {}) {
   const hz = parseHz(envValue(env, 'KFLAME_HZ'))
+  const mode = parseMode(envValue(env, 'KFLAME_MODE'))
   const out = resolveOutput(env, where)
   const quiet = /^(1|true|yes)$/i.test(env.KFLAME_QUIET || '')
-  return { hz, quiet, ...out }
+  return { hz, mode, quiet, ...out }
 }
 
 // `node --test` spawns one child per test file (with our --require, and
@@ -224,7 +236,7 @@ function install ({ env = process.env } = {}) {
   let kflame
   try {
     kflame = require('./index')
-    kflame.start({ hz: config.hz })
+    kflame.start({ hz: config.hz, mode: config.mode })
   } catch (err) {
     // Never break the app: perf refused, or no addon for this node.
     stderrLine(`not profiling this process (pid ${process.pid}): ${err.message}`)

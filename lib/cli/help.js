@@ -15,6 +15,8 @@ Options:
                      .cpuprofile (Chrome DevTools), .json (Chrome trace
                      events), .pb.gz (pprof); default kflame-<pid>.svg
       --hz N         samples per second of each thread (default 99)
+      --mode M       auto|perf|timer: the sampler (default auto: perf events,
+                     else per-thread CPU-time timers; also KFLAME_MODE)
       --title TEXT   the flame graph's title (default: the command)
   -h, --help         this text
   -v, --version      kflame's version

@@ -21,6 +21,7 @@ const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']
 const SPEC = {
   output: { type: 'string', short: 'o' },
   hz: { type: 'string' },
+  mode: { type: 'string' },
   title: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' }
@@ -49,6 +50,12 @@ function checkHz (value) {
     throw usageError(`--hz ${err.message.replace(/^start\(options\): hz /, '')}`)
   }
   return Number(value)
+}
+
+function checkMode (value) {
+  const { MODES } = require('../options')
+  if (!MODES.includes(value)) throw usageError(`--mode must be one of ${MODES.join(', ')}, got "${value}"`)
+  return value
 }
 
 // Whether `name` is a file the PATH search could have meant. execvp says
@@ -99,6 +106,7 @@ async function run (argv) {
     KFLAME_OUT: dir + '/',
     KFLAME_FORMAT: 'folded',
     KFLAME_HZ: String(hz), // always: an inherited one was not checked here
+    KFLAME_MODE: values.mode === undefined ? (process.env.KFLAME_MODE || '') : checkMode(values.mode),
     KFLAME_QUIET: '1'
   }
 
