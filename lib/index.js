@@ -36,7 +36,7 @@ function start (options) {
     mode: MODES.indexOf(o.mode), // kf_mode_t
     taskClock: o.event === 'task-clock',
     kernel: o.kernel,
-    ringPages: o.ringPages,
+    ringPages: o.ringPages || 0, // 0: the sampler's default
     stackBytes: o.stackBytes,
     jit: o.jit && jitMode !== 'off',
     tiers: o.tiers,

@@ -20,8 +20,9 @@ const DEFAULTS = Object.freeze({
   mode: 'auto',
   event: 'cpu-clock',
   kernel: true,
-  // null: 64 pages with stack copies (each sample carries stackBytes more),
-  // 16 without.
+  // null: the sampler's choice. perf mode: 64 pages per CPU with stack
+  // copies (each sample carries stackBytes more), 16 without; timer mode:
+  // 16 per thread (a thread's signals come at most at the scheduler tick).
   ringPages: null,
   // Bytes of each sampled user stack the kernel copies, to read V8's own
   // frames: the function a bytecode handler runs and interpreted functions'
@@ -84,11 +85,10 @@ function checkStartOptions (options) {
   if (o.stackBytes !== 0 && (o.stackBytes < 64 || o.stackBytes > MAX_STACK_BYTES || o.stackBytes % 8 !== 0)) {
     throw outOfRange(`start(options): stackBytes must be 0 (off) or a multiple of 8 from 64 to ${MAX_STACK_BYTES}, got ${o.stackBytes}`)
   }
-  if (o.ringPages === null) o.ringPages = o.stackBytes && o.jit ? 64 : 16
-  if (typeof o.ringPages !== 'number' || !Number.isInteger(o.ringPages)) {
+  if (o.ringPages !== null && (typeof o.ringPages !== 'number' || !Number.isInteger(o.ringPages))) {
     throw invalid('start(options): ringPages must be an integer')
   }
-  if (o.ringPages < 1 || o.ringPages > 4096 || (o.ringPages & (o.ringPages - 1)) !== 0) {
+  if (o.ringPages !== null && (o.ringPages < 1 || o.ringPages > 4096 || (o.ringPages & (o.ringPages - 1)) !== 0)) {
     throw outOfRange(`start(options): ringPages must be a power of two from 1 to 4096, got ${o.ringPages}`)
   }
   for (const name of ['jit', 'tiers']) {

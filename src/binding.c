@@ -140,7 +140,7 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   kf_profile_opts_t opts = {.sampler = {.hz = 99, .event = KF_EVENT_CPU_CLOCK,
-                                        .kernel = 1, .ring_pages = 16}};
+                                        .kernel = 1, .ring_pages = 0}};
   kf_sampler_opts_t *so = &opts.sampler;
   int task_clock = 0, jit = 1, perf_map = 0;
   uint32_t mode = KF_MODE_AUTO;
@@ -156,8 +156,7 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
       get_bool(env, argv[0], "tiers", &opts.keep_tiers) ||
       (perf_map = get_prop(env, argv[0], "perfMap", &perf_map_v)) < 0 ||
       (perf_map && get_path(env, perf_map_v, perf_map_path, sizeof perf_map_path)) ||
-      so->hz == 0 || so->ring_pages == 0 ||
-      (so->ring_pages & (so->ring_pages - 1))) {
+      so->hz == 0 || (so->ring_pages & (so->ring_pages - 1))) {
     napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG",
                           "start() takes { hz, mode, ringPages, stackBytes, "
                           "kernel, taskClock, jit, tiers, perfMap }");

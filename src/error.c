@@ -51,8 +51,10 @@ void kf_error_advice(int err, int sys_errno, char *buf, unsigned len) {
     case KF_ERR_PERF_UNSUPPORTED:
       snprintf(buf, len,
                "perf_event_open is not available (%s): the kernel lacks "
-               "CONFIG_PERF_EVENTS or the cpu-clock/task-clock software event. "
-               "Fix: use a kernel built with perf events", why);
+               "CONFIG_PERF_EVENTS or the cpu-clock/task-clock software event, "
+               "or a seccomp filter answers ENOSYS for it (some container "
+               "runtimes do). Fix: allow perf_event_open in the container's "
+               "seccomp profile, or use a kernel built with perf events", why);
       break;
     case KF_ERR_MLOCK:
       snprintf(buf, len,

@@ -300,7 +300,7 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
   st->kernel_refused = info->kernel_refused;
   st->inherit_thread = info->inherit_thread;
   st->ring_pages = info->ring_pages;
-  st->ring_pages_asked = p->opts.sampler.ring_pages;
+  st->ring_pages_asked = info->ring_pages_asked;
   st->attached = info->threads;
   st->cpus = info->cpus;
   st->jit_frames = cs->jit.named;

@@ -300,7 +300,9 @@ int kf_sampler_open(const kf_sampler_opts_t *opts, kf_sampler_t **out,
   kf_sampler_t *s = calloc(1, sizeof(*s));
   if (!s) return -ENOMEM;
   s->page_size = (size_t)sysconf(_SC_PAGESIZE);
-  s->info.ring_pages = opts->ring_pages ? opts->ring_pages : 16;
+  s->info.ring_pages = opts->ring_pages ? opts->ring_pages
+                     : opts->stack_bytes ? 64 : 16;
+  s->info.ring_pages_asked = s->info.ring_pages;
   s->info.kernel = opts->kernel;
   s->info.inherit_thread = 1;
   s->info.max_stack =

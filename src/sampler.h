@@ -27,7 +27,9 @@ typedef struct kf_sampler_opts {
   uint32_t hz;          /* samples per second of thread CPU time */
   kf_event_t event;
   int kernel;           /* 1: try kernel frames; falls back to user-only */
-  uint32_t ring_pages;  /* data pages per CPU ring, a power of two */
+  uint32_t ring_pages;  /* data pages per CPU ring, a power of two; 0: 64
+                           with stack copies, else 16 (timer: per thread,
+                           16) */
   /* Bytes of each sampled user stack to copy from its stack pointer on,
    * with the registers that walk it (PERF_SAMPLE_REGS_USER and
    * PERF_SAMPLE_STACK_USER, see KF_SAMPLER_USER_REGS); 0: none. A multiple
@@ -45,6 +47,7 @@ typedef struct kf_sampler_info {
   int kernel_refused;    /* kernel frames were asked for but not allowed */
   int inherit_thread;    /* 0: kernel < 5.13, children of fork() inherit too */
   uint32_t ring_pages;   /* what the locked-memory budget allowed */
+  uint32_t ring_pages_asked; /* opts' or the default */
   uint32_t threads;      /* threads attached directly */
   uint32_t cpus;
   uint32_t max_stack;    /* kernel.perf_event_max_stack */

@@ -485,6 +485,7 @@ int kf_timer_open(const kf_sampler_opts_t *opts, kf_timer_t **out,
   t->period_ns = 1000000000ULL / (opts->hz ? opts->hz : 99);
   uint32_t pages = opts->ring_pages ? opts->ring_pages : 16;
   t->info.ring_pages = pages < MIN_RING_PAGES ? MIN_RING_PAGES : pages;
+  t->info.ring_pages_asked = t->info.ring_pages;
   t->info.max_stack = KF_TIMER_MAX_FRAMES;
   t->info.cpus = (uint32_t)sysconf(_SC_NPROCESSORS_ONLN);
   t->info.layout.periods = 1;

@@ -1,8 +1,10 @@
 'use strict'
 
 // perf_event_open and the ring mmap refused for real, through an LD_PRELOAD
-// shim (test/c/faultshim.c) in a child node: each refusal must become an
-// Error with a stable code and a message naming the fix, and leave no fd.
+// shim (test/c/faultshim.c) in a child node: with mode 'perf' each refusal
+// must become an Error with a stable code and a message naming the fix, and
+// leave no fd; with mode 'auto' (the default) the timer sampler takes over,
+// with a warning that says why.
 
 const t = require('tap')
 const fs = require('node:fs')
@@ -15,9 +17,9 @@ const fds = () => fs.readdirSync('/proc/self/fd').length
 const before = fds()
 let out = {}
 try {
-  kflame.start({ hz: 99 })
+  kflame.start({ hz: 99, mode: process.env.PROBE_MODE || 'perf' })
   const p = kflame.stop()
-  out = { started: true, warnings: p.stats.warnings, ringPages: p.stats.details.ringPages, samples: p.stats.samples }
+  out = { started: true, mode: p.stats.mode, warnings: p.stats.warnings, ringPages: p.stats.details.ringPages, samples: p.stats.samples }
 } catch (err) {
   out = { name: err.name, code: err.code, message: err.message, running: kflame.isRunning() }
 }
@@ -45,6 +47,13 @@ for (const [errno, code, advice] of refusals) {
     t.equal(r.running, false)
     t.equal(r.leakedFds, 0, 'no fd left open')
   })
+  t.test(`perf_event_open ${errno}, mode auto -> the timer sampler, with a warning`, async (t) => {
+    const r = runWithFaults(probe, { KFLAME_FAULT_PERF: errno, PROBE_MODE: 'auto' })
+    t.equal(r.started, true, r.message)
+    t.equal(r.mode, 'timer')
+    t.match(r.warnings[0], new RegExp(`refused \\(${code}\\).*timer.*To get perf mode back: .*${advice.source}`))
+    t.equal(r.leakedFds, 0, 'no fd left open')
+  })
 }
 
 t.test('a refusal half-way through the threads closes what was opened', async (t) => {
@@ -53,11 +62,15 @@ t.test('a refusal half-way through the threads closes what was opened', async (t
   t.equal(r.leakedFds, 0)
 })
 
-t.test('no locked memory for any ring -> KFLAME_ERR_MLOCK', async (t) => {
+t.test('no locked memory for any ring -> KFLAME_ERR_MLOCK; auto: timers, which lock none', async (t) => {
   const r = runWithFaults(probe, { KFLAME_FAULT_MLOCK_PAGES: '0' })
   t.equal(r.code, 'KFLAME_ERR_MLOCK')
   t.match(r.message, /perf_event_mlock_kb.*ulimit -l/)
   t.equal(r.leakedFds, 0)
+  const auto = runWithFaults(probe, { KFLAME_FAULT_MLOCK_PAGES: '0', PROBE_MODE: 'auto' })
+  t.equal(auto.mode, 'timer')
+  t.match(auto.warnings[0], /KFLAME_ERR_MLOCK/)
+  t.equal(auto.leakedFds, 0)
 })
 
 t.test('a small locked-memory budget shrinks the rings with a warning', async (t) => {
@@ -73,7 +86,7 @@ t.test('a small locked-memory budget shrinks the rings with a warning', async (t
 t.test('rings shrink together to fit a shared locked-memory budget', async (t) => {
   const cpus = fs.readFileSync('/sys/devices/system/cpu/online', 'utf8')
   const budgetScript = probe
-    .replace("kflame.start({ hz: 99 })", `kflame.start({ hz: 99, ringPages: 256 })
+    .replace("kflame.start({ hz: 99, mode: process.env.PROBE_MODE || 'perf' })", `kflame.start({ hz: 99, ringPages: 256, mode: 'perf' })
   const sizes = fs.readFileSync('/proc/self/maps', 'utf8').split('\\n')
     .filter((l) => l.includes('perf_event')).map((l) => { const [a, b] = l.split(' ')[0].split('-'); return (parseInt(b, 16) - parseInt(a, 16)) / 4096 })`)
     .replace('samples: p.stats.samples }', 'samples: p.stats.samples, sizes }')

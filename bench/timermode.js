@@ -1,0 +1,187 @@
+'use strict'
+
+// What the timer sampler (start({ mode: 'timer' }), for hosts that refuse
+// perf_event_open) costs the app, beside perf mode and V8's own CPU
+// profiler, at 99 and 999 samples per second.
+//
+//   node bench/timermode.js [--quick] [--rounds N] [--window-ms 150] [--seed N]
+//     [--json bench/results/timermode.json]
+//
+// Method: alternating windows in one process (bench/windows.js). A child
+// started with --expose-gc runs the mixed workload in ~150 ms windows; each
+// round runs every kind once, in a seeded random order: unprofiled; kflame in
+// perf mode and in timer mode; V8's CPU profiler through the inspector, in
+// process, with its sampling interval set to the same rate (10101 µs,
+// 1001 µs). Before each window: a full GC, fresh functions, then the
+// profiler's start; the timed part is the work loop alone; its stop is timed
+// apart. The tables give the median of per-round ratios of main-thread CPU
+// (and wall time) per unit of work against the round's unprofiled window,
+// with a bootstrap 95% interval. The costs of a sample on the app's thread
+// land in its CPU either way: the kernel's sample path (perf) and the signal
+// handler (timer) both run on the interrupted thread. The collector
+// thread's CPU is read just before stop(), per sample.
+//
+// Timer mode's signals come at the scheduler tick (CONFIG_HZ): above it,
+// one signal stands for several periods. "signals/window" counts the
+// handler's runs (stack copies), "samples/window" the periods.
+
+const { execFileSync } = require('node:child_process')
+const { machineNotes, machineLine, writeResults, option, median, mulberry32 } = require('./common')
+const { loadKflame, addonMtime, schedNs, mainCpuNs, findThread, shuffle, makeMixedWorkload, summarize, extraPerUnit } = require('./windows')
+
+const MARK = 'KFLAME_BENCH_RESULT '
+const KINDS = ['none', 'perf-99', 'timer-99', 'v8-99', 'perf-999', 'timer-999', 'v8-999']
+const NAMES = {
+  none: 'unprofiled',
+  'perf-99': 'kflame perf mode, 99 Hz',
+  'timer-99': 'kflame timer mode, 99 Hz',
+  'v8-99': "V8's profiler, 10101 µs",
+  'perf-999': 'kflame perf mode, 999 Hz',
+  'timer-999': 'kflame timer mode, 999 Hz',
+  'v8-999': "V8's profiler, 1001 µs"
+}
+
+// --- the child ---------------------------------------------------------------------
+
+function costChild ({ rounds, windowMs, seed }) {
+  const gc = globalThis.gc
+  if (typeof gc !== 'function') throw new Error('the cost child needs --expose-gc')
+  const w = makeMixedWorkload()
+  w.freshPool()
+  for (let i = 0; i < 2000; i++) w.unit(i)
+  const kflame = loadKflame()
+  const addon0 = addonMtime()
+  const session = new (require('node:inspector').Session)()
+  session.connect()
+  session.post('Profiler.enable')
+  let sink = 0
+
+  function window (kind) {
+    gc()
+    w.freshPool()
+    const [tool, rate] = kind === 'none' ? ['none', 0] : kind.split('-')
+    const hz = Number(rate)
+    let collectorStat = null
+    if (tool === 'perf' || tool === 'timer') {
+      kflame.start({ hz, mode: tool })
+      const tid = findThread('kflame-collect')
+      collectorStat = tid && `/proc/self/task/${tid}/schedstat`
+    } else if (tool === 'v8') {
+      session.post('Profiler.setSamplingInterval', { interval: Math.round(1e6 / hz) })
+      session.post('Profiler.start')
+    }
+    const c0 = mainCpuNs()
+    const t0 = process.hrtime.bigint()
+    const end = t0 + BigInt(Math.round(windowMs * 1e6))
+    let units = 0
+    let t1
+    do { sink += w.unit(units++) } while ((t1 = process.hrtime.bigint()) < end)
+    const c1 = mainCpuNs()
+    const r = { kind, units, wallMs: Number(t1 - t0) / 1e6, cpuMs: (c1 - c0) / 1e6 }
+    const s0 = process.hrtime.bigint()
+    if (tool === 'perf' || tool === 'timer') {
+      r.collectorMs = collectorStat ? schedNs(collectorStat) / 1e6 : null
+      const p = kflame.stop()
+      r.samples = p.stats.samples
+      r.signals = p.stats.details.stackCopies
+      r.lost = p.stats.lost
+      r.mode = p.stats.mode
+    } else if (tool === 'v8') {
+      session.post('Profiler.stop', (err, res) => {
+        if (err) throw new Error(`Profiler.stop: ${err.message}`)
+        r.samples = res.profile.samples.length
+      })
+    }
+    if (tool !== 'none') r.stopMs = Number(process.hrtime.bigint() - s0) / 1e6
+    return r
+  }
+
+  // Warm-up, not kept: the first profile loads symbol tables.
+  for (const kind of KINDS) window(kind)
+  const rand = mulberry32(seed)
+  const runs = []
+  for (let round = 0; round < rounds; round++) {
+    for (const kind of shuffle(KINDS, rand)) runs.push({ round, ...window(kind) })
+  }
+  session.disconnect()
+  return { runs, addon: [addon0, addonMtime()], sink: sink % 1000 }
+}
+
+// --- the parent ----------------------------------------------------------------------
+
+function costRows (runs, seed) {
+  const sum = (xs) => xs.reduce((a, b) => a + b, 0)
+  return KINDS.map((kind, i) => {
+    const mine = runs.filter((r) => r.kind === kind)
+    const row = { kind, windows: mine.length, unitsPerCpuMs: median(mine.map((r) => r.units / r.cpuMs)) }
+    if (kind === 'none') return row
+    row.extraCpu = summarize(extraPerUnit(runs, kind, 'none', (r) => r.cpuMs), seed + i)
+    row.extraWall = summarize(extraPerUnit(runs, kind, 'none', (r) => r.wallMs), seed + 100 + i)
+    row.samplesPerWindow = median(mine.map((r) => r.samples))
+    row.stopMs = median(mine.map((r) => r.stopMs))
+    if (!kind.startsWith('v8')) {
+      const coll = mine.filter((r) => r.collectorMs !== null)
+      const samples = sum(coll.map((r) => r.samples))
+      row.collectorUsPerSample = samples ? sum(coll.map((r) => r.collectorMs)) * 1000 / samples : null
+      row.signalsPerWindow = median(mine.map((r) => r.signals))
+      row.lost = sum(mine.map((r) => r.lost))
+      row.modes = [...new Set(mine.map((r) => r.mode))]
+    }
+    return row
+  })
+}
+
+function formatTables (r) {
+  const pct = (x, d = 1) => x === null || x === undefined ? '-' : `${(x * 100).toFixed(d)}%`
+  const ci = (s) => s ? `${pct(s.median)} [${pct(s.ci95[0])}, ${pct(s.ci95[1])}]` : '-'
+  const num = (x, d = 1) => x === null || x === undefined ? '-' : x.toFixed(d)
+  const out = []
+  out.push(`Cost: ${r.rounds} rounds of ${KINDS.length} alternating ~${r.windowMs} ms windows in one process; ` +
+    'extra per unit of work, median of per-round ratios [bootstrap 95% interval]')
+  out.push('')
+  out.push('| kind | extra main-thread CPU | extra wall time | samples/window | signals/window | collector µs/sample | lost | stop ms |')
+  out.push('| --- | --- | --- | --- | --- | --- | --- | --- |')
+  for (const row of r.cost) {
+    if (row.kind === 'none') continue
+    out.push(`| ${NAMES[row.kind]} | ${ci(row.extraCpu)} | ${ci(row.extraWall)} | ${row.samplesPerWindow} | ` +
+      `${row.signalsPerWindow ?? '-'} | ${num(row.collectorUsPerSample)} | ${row.lost ?? '-'} | ${num(row.stopMs)} |`)
+  }
+  return out
+}
+
+const readmeTables = (r) => formatTables(r)
+
+function main () {
+  const args = process.argv.slice(2)
+  if (args[0] === '--child') {
+    process.stdout.write(MARK + JSON.stringify(costChild(JSON.parse(args[1]))) + '\n')
+    return
+  }
+  const machine = machineNotes()
+  const quick = args.includes('--quick')
+  const rounds = Number(option(args, '--rounds')) || (quick ? 6 : 40)
+  const windowMs = Number(option(args, '--window-ms')) || 150
+  const seed = Number(option(args, '--seed')) || 1
+  const jsonOut = option(args, '--json')
+  console.error(`cost: ${rounds} rounds × ${KINDS.length} windows ...`)
+  const out = execFileSync(process.execPath, ['--expose-gc', __filename, '--child', JSON.stringify({ rounds, windowMs, seed })],
+    { encoding: 'utf8', maxBuffer: 1 << 28, stdio: ['ignore', 'pipe', 'inherit'] })
+  const m = new RegExp(`^${MARK}(.*)$`, 'm').exec(out)
+  if (!m) throw new Error('the cost child gave no result')
+  const cost = JSON.parse(m[1])
+  const notes = []
+  if (new Set(cost.addon.map(String)).size > 1) notes.push(`the addon was rebuilt during the run (${cost.addon.join(', ')})`)
+  const rows = costRows(cost.runs, seed)
+  for (const row of rows) {
+    if (row.modes && row.modes.some((m) => m !== row.kind.split('-')[0])) notes.push(`${row.kind} ran in mode ${row.modes.join('/')}`)
+  }
+  const result = { quick, rounds, windowMs, seed, kinds: KINDS, addonMtime: cost.addon[0], notes, cost: rows, runs: cost.runs }
+  console.log(`timermode: ${machineLine(machine)}`)
+  console.log(formatTables(result).join('\n'))
+  for (const n of notes) console.log(`\nnote: ${n}`)
+  if (jsonOut) writeResults(jsonOut, machine, result)
+}
+
+module.exports = { formatTables, readmeTables }
+
+if (require.main === module) main()
