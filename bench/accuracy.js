@@ -35,7 +35,11 @@
 // within 3 points. The workloads are not tuned to meet them.
 //
 //   node bench/accuracy.js [--quick] [--rounds N] [--seconds S] [--periodic]
-//     [--tools kflame-99,kflame-999,v8-inspector,perf-99,perf-999] [--json bench/results/accuracy.json]
+//     [--tools kflame-99,kflame-999,kflame-timer-99,kflame-timer-999,v8-inspector,perf-99,perf-999]
+//     [--json bench/results/accuracy.json]
+//
+// kflame-timer-* is kflame's timer sampler (start({ mode: 'timer' })), the
+// one that runs where perf_event_open is refused.
 
 const { execFileSync } = require('node:child_process')
 const fs = require('node:fs')
@@ -51,12 +55,19 @@ const {
 // interpreted frames of its own (--interpreted-frames-native-stack).
 if (process.argv[2] === '--child' && (process.argv[4] || '').startsWith('kflame-')) require('..')
 
-const ALL_TOOLS = ['kflame-99', 'kflame-999', 'v8-inspector', 'perf-99', 'perf-999']
+const ALL_TOOLS = ['kflame-99', 'kflame-999', 'kflame-timer-99', 'kflame-timer-999', 'v8-inspector', 'perf-99', 'perf-999']
 // Naming does not depend on the rate: the names part runs each tool once, at its
 // finest rate.
-const NAME_TOOLS = ['kflame-999', 'v8-inspector', 'perf-999']
+const NAME_TOOLS = ['kflame-999', 'kflame-timer-999', 'v8-inspector', 'perf-999']
 const MARK = 'KFLAME_BENCH_RESULT '
 const FILE = path.basename(__filename)
+
+// "kflame-999" -> { hz: 999 }; "kflame-timer-99" -> { hz: 99, mode: 'timer' }
+function kflameStartOptions (tool) {
+  const m = /^kflame-(?:(timer)-)?(\d+)$/.exec(tool)
+  if (!m) throw new Error(`not a kflame tool: ${tool}`)
+  return m[1] ? { hz: Number(m[2]), mode: m[1] } : { hz: Number(m[2]) }
+}
 
 // --- the split workload ---------------------------------------------------------
 
@@ -225,7 +236,7 @@ function child (part, tool, seconds, periodic) {
   const run = part === 'split' ? (ms) => runSplit(ms, periodic) : runMixed
   run(300) // warm up the JIT before measuring
   let session
-  if (kflame) kflame.start({ hz: Number(tool.slice(7)) })
+  if (kflame) kflame.start(kflameStartOptions(tool))
   if (tool === 'v8-inspector') session = startInspectorProfiler()
   const t0 = process.hrtime.bigint()
   const truth = run(seconds * 1000)
@@ -454,6 +465,8 @@ function main () {
 const TOOL_NAMES = {
   'kflame-99': 'kflame 99 Hz',
   'kflame-999': 'kflame 999 Hz',
+  'kflame-timer-99': 'kflame timer mode 99 Hz',
+  'kflame-timer-999': 'kflame timer mode 999 Hz',
   'v8-inspector': 'V8 CPU profiler (`inspector`, 1 ms)',
   'perf-99': '`perf record -F 99 -g` + `--perf-basic-prof`',
   'perf-999': '`perf record -F 999 -g` + `--perf-basic-prof`'
