@@ -43,15 +43,13 @@
 // The kernel's callchain holds at most perf_event_max_stack (127) frames, so
 // the root side of deeper stacks is cut whatever the copy.
 
-const { execFileSync } = require('node:child_process')
 const fs = require('node:fs')
 const path = require('node:path')
 const { median, mulberry32, machineNotes, machineLine, writeResults, option } = require('./common')
 const {
-  ROOT, loadKflame, addonMtime, schedNs, mainCpuNs, findThread, shuffle, makeMixedWorkload, summarize, extraPerUnit
+  MARK, runChild: runChildOf, ROOT, loadKflame, addonMtime, schedNs, mainCpuNs, findThread, shuffle, makeMixedWorkload, summarize, extraPerUnit
 } = require('./windows')
 
-const MARK = 'KFLAME_BENCH_RESULT '
 const DEFAULT_SIZES = [0, 4096, 8192, 16384, 32768]
 
 // Main-thread samples of a folded profile: samples, how many hold an
@@ -312,13 +310,7 @@ const readmeTables = (r) => formatTables(r)
 
 // --- main (parent) ------------------------------------------------------------------------
 
-function runChild (nodeFlags, args) {
-  const out = execFileSync(process.execPath, [...nodeFlags, __filename, '--child', JSON.stringify(args)],
-    { encoding: 'utf8', maxBuffer: 1 << 28, stdio: ['ignore', 'pipe', 'inherit'] })
-  const m = new RegExp(`^${MARK}(.*)$`, 'm').exec(out)
-  if (!m) throw new Error(`child ${args.mode} gave no result`)
-  return JSON.parse(m[1])
-}
+const runChild = (nodeFlags, args) => runChildOf(__filename, nodeFlags, args)
 
 function main () {
   const args = process.argv.slice(2)

@@ -56,6 +56,13 @@ const BENCHES = [
     tables: (r) => require('./stackcopy').readmeTables(r)
   },
   {
+    file: 'timermode.json',
+    title: 'The timer sampler (`mode: \'timer\'`) beside perf mode and V8\'s profiler',
+    script: 'bench/timermode.js',
+    about: (r) => `${r.quick ? 'quick run, ' : ''}${r.rounds} rounds of windows alternating in one process, seeded random order`,
+    tables: (r) => require('./timermode').readmeTables(r)
+  },
+  {
     file: 'workers.json',
     title: "Arming the code-event hook of workers that never load kflame",
     script: 'bench/workers.js',

@@ -25,11 +25,9 @@
 // one signal stands for several periods. "signals/window" counts the
 // handler's runs (stack copies), "samples/window" the periods.
 
-const { execFileSync } = require('node:child_process')
 const { machineNotes, machineLine, writeResults, option, median, mulberry32 } = require('./common')
-const { loadKflame, addonMtime, schedNs, mainCpuNs, findThread, shuffle, makeMixedWorkload, summarize, extraPerUnit } = require('./windows')
+const { MARK, runChild, loadKflame, addonMtime, schedNs, mainCpuNs, findThread, shuffle, makeMixedWorkload, summarize, extraPerUnit } = require('./windows')
 
-const MARK = 'KFLAME_BENCH_RESULT '
 const KINDS = ['none', 'perf-99', 'timer-99', 'v8-99', 'perf-999', 'timer-999', 'v8-999']
 const NAMES = {
   none: 'unprofiled',
@@ -164,11 +162,7 @@ function main () {
   const seed = Number(option(args, '--seed')) || 1
   const jsonOut = option(args, '--json')
   console.error(`cost: ${rounds} rounds × ${KINDS.length} windows ...`)
-  const out = execFileSync(process.execPath, ['--expose-gc', __filename, '--child', JSON.stringify({ rounds, windowMs, seed })],
-    { encoding: 'utf8', maxBuffer: 1 << 28, stdio: ['ignore', 'pipe', 'inherit'] })
-  const m = new RegExp(`^${MARK}(.*)$`, 'm').exec(out)
-  if (!m) throw new Error('the cost child gave no result')
-  const cost = JSON.parse(m[1])
+  const cost = runChild(__filename, ['--expose-gc'], { rounds, windowMs, seed })
   const notes = []
   if (new Set(cost.addon.map(String)).size > 1) notes.push(`the addon was rebuilt during the run (${cost.addon.join(', ')})`)
   const rows = costRows(cost.runs, seed)

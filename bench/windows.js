@@ -7,6 +7,7 @@
 // against the round's unprofiled window: their median, with a bootstrap 95%
 // interval. Used by bench/stackcopy.js and bench/timermode.js.
 
+const { execFileSync } = require('node:child_process')
 const fs = require('node:fs')
 const path = require('node:path')
 const { mulberry32, median } = require('./common')
@@ -177,6 +178,19 @@ function extraPerUnit (runs, kind, base, f) {
     .filter((v) => v !== null)
 }
 
+// Runs `file --child JSON(args)` with node flags; the child prints its result
+// as one line after MARK.
+const MARK = 'KFLAME_BENCH_RESULT '
+function runChild (file, nodeFlags, args) {
+  const out = execFileSync(process.execPath, [...nodeFlags, file, '--child', JSON.stringify(args)],
+    { encoding: 'utf8', maxBuffer: 1 << 28, stdio: ['ignore', 'pipe', 'inherit'] })
+  const m = new RegExp(`^${MARK}(.*)$`, 'm').exec(out)
+  if (!m) throw new Error(`child ${path.basename(file)} ${args.mode || ''} gave no result`)
+  return JSON.parse(m[1])
+}
+
 module.exports = {
+  MARK,
+  runChild,
   ROOT, sleepMs, loadKflame, addonMtime, schedNs, mainCpuNs, findThread, shuffle, makeMixedWorkload, quantile, summarize, extraPerUnit
 }

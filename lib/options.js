@@ -22,7 +22,8 @@ const DEFAULTS = Object.freeze({
   kernel: true,
   // null: the sampler's choice. perf mode: 64 pages per CPU with stack
   // copies (each sample carries stackBytes more), 16 without; timer mode:
-  // 16 per thread (a thread's signals come at most at the scheduler tick).
+  // per thread, 32 with stack copies, 16 without (a thread's signals come at
+  // most at the scheduler tick).
   ringPages: null,
   // Bytes of each sampled user stack the kernel copies, to read V8's own
   // frames: the function a bytecode handler runs and interpreted functions'

@@ -1,7 +1,7 @@
 /*
  * collector: the thread that drains the rings while a profile runs: the perf
  * sampler's (one per CPU) or the timer sampler's (one per thread, same
- * records; the collector also has it scan for new threads every 20 ms and
+ * records; the collector also has it scan for new threads every 50 ms and
  * disarms it at stop).
  *
  * It wakes when a ring is half full (and at least every 100 ms), turns each

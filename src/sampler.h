@@ -29,7 +29,7 @@ typedef struct kf_sampler_opts {
   int kernel;           /* 1: try kernel frames; falls back to user-only */
   uint32_t ring_pages;  /* data pages per CPU ring, a power of two; 0: 64
                            with stack copies, else 16 (timer: per thread,
-                           16) */
+                           32 with stack copies, else 16) */
   /* Bytes of each sampled user stack to copy from its stack pointer on,
    * with the registers that walk it (PERF_SAMPLE_REGS_USER and
    * PERF_SAMPLE_STACK_USER, see KF_SAMPLER_USER_REGS); 0: none. A multiple

@@ -29,6 +29,10 @@
 
 /* The smallest ring a thread gets: room for two of the largest records. */
 #define MIN_RING_PAGES 16
+/* The default with stack copies: a deep JS stack's record (16 KiB of stack
+ * and the chain) fits seven times, so a burst of signals at the tick rate
+ * does not fill it before the collector wakes at half. */
+#define DEFAULT_RING_PAGES_WITH_STACK 32
 /* Bytes copied from sp on even when the frame chain ends at once: the
  * return address a frameless handler or builtin left at sp names the JS
  * function it runs for (jitframes.c). */
@@ -483,7 +487,8 @@ int kf_timer_open(const kf_sampler_opts_t *opts, kf_timer_t **out,
   t->page_size = (size_t)sysconf(_SC_PAGESIZE);
   t->pid = (uint32_t)getpid();
   t->period_ns = 1000000000ULL / (opts->hz ? opts->hz : 99);
-  uint32_t pages = opts->ring_pages ? opts->ring_pages : 16;
+  uint32_t pages = opts->ring_pages ? opts->ring_pages
+                 : opts->stack_bytes ? DEFAULT_RING_PAGES_WITH_STACK : MIN_RING_PAGES;
   t->info.ring_pages = pages < MIN_RING_PAGES ? MIN_RING_PAGES : pages;
   t->info.ring_pages_asked = t->info.ring_pages;
   t->info.max_stack = KF_TIMER_MAX_FRAMES;

@@ -54,6 +54,7 @@ t.test('bad arguments: one line on stderr, exit 2', async (t) => {
     [['-o'], /-o needs a value/],
     [['--hz', 'fast', 'node'], /--hz must be a whole number/],
     [['--hz', '0', 'node'], /--hz must be from 1 to \d+/],
+    [['--mode', 'ebpf', 'node'], /--mode must be one of auto, perf, timer, got "ebpf"/],
     [['-o', 'out.png', 'node', 'app.js'], /cannot tell the output format of "out\.png": end it with \.svg/],
     [['svg', 'missing.folded'], /cannot read missing\.folded: no such file.*\(see kflame svg --help\)/],
     [['svg', 'a.folded', '-o', 'a.cpuprofile'], /svg writes SVG, not cpuprofile/],

@@ -77,15 +77,15 @@ t.test('default output kflame-<pid>.svg; several node processes merged; the temp
 
 t.test('the environment the command gets', async (t) => {
   const dir = tmpdir(t)
-  const script = 'const e = process.env; console.log(JSON.stringify([e.NODE_OPTIONS, e.KFLAME_OUT, e.KFLAME_FORMAT, e.KFLAME_HZ, e.KFLAME_QUIET]))'
-  const r = cli(['--hz', '250', '-o', 'x.folded', node, '-e', script], {
+  const script = 'const e = process.env; console.log(JSON.stringify([e.NODE_OPTIONS, e.KFLAME_OUT, e.KFLAME_FORMAT, e.KFLAME_HZ, e.KFLAME_QUIET, e.KFLAME_MODE]))'
+  const r = cli(['--hz', '250', '--mode', 'timer', '-o', 'x.folded', node, '-e', script], {
     cwd: dir, env: { NODE_OPTIONS: '--no-deprecation', KFLAME_HZ: '5' }
   })
   t.equal(r.status, 0, r.stderr)
-  const [options, out, format, hz, quiet] = JSON.parse(r.stdout)
+  const [options, out, format, hz, quiet, mode] = JSON.parse(r.stdout)
   // (tap's coverage loader joins the child's NODE_OPTIONS, quoting each.)
   t.match(options, /--no-deprecation.* "?--require=\/.*\/register\.js/, 'the user\'s NODE_OPTIONS, then ours')
   t.match(out, /\/kflame-[^/]+\/$/, 'a temporary directory')
-  t.same([format, hz, quiet], ['folded', '250', '1'])
+  t.same([format, hz, quiet, mode], ['folded', '250', '1', 'timer'])
   t.equal(r.stderr, `kflame: ${parseFolded(read(path.join(dir, 'x.folded'))).reduce((n, s) => n + s.count, 0)} samples from 1 process written to x.folded\n`)
 })

@@ -47,22 +47,36 @@ t.test('a profile has folded stacks and stats', async (t) => {
     'equal stacks are merged')
 })
 
-t.test('1000 start/stop cycles leak no fd, thread or memory', async (t) => {
-  // Warm up: the first stop loads ELF symbol tables, kept for later stops.
-  for (let i = 0; i < 20; i++) { kflame.start(); kflame.stop() }
-  global.gc?.()
-  const fds = openFds()
-  const threads = threadCount()
-  const rss = process.memoryUsage.rss()
-  for (let i = 0; i < 1000; i++) {
-    kflame.start({ hz: 999 })
-    kflame.stop()
-  }
-  t.equal(openFds(), fds, 'open fds')
-  t.equal(threadCount(), threads, 'threads')
-  const grown = (process.memoryUsage.rss() - rss) / 1048576
-  t.ok(grown < 20, `RSS grew ${grown.toFixed(1)} MiB`)
-})
+const posixTimers = () => require('node:fs').readFileSync('/proc/self/timers', 'utf8').split('\n').filter((l) => l.startsWith('ID:')).length
+// The reserved signal's action, as /proc shows it: caught signals (SigCgt).
+const caughtSignals = () => /SigCgt:\s*(\w+)/.exec(require('node:fs').readFileSync('/proc/self/status', 'utf8'))[1]
+
+for (const mode of ['perf', 'timer']) {
+  t.test(`1000 start/stop cycles (${mode} mode) leak no fd, thread, timer, handler or memory`, async (t) => {
+    // Warm up: the first stop loads ELF symbol tables, kept for later stops.
+    for (let i = 0; i < 20; i++) { kflame.start({ mode }); kflame.stop() }
+    global.gc?.()
+    const fds = openFds()
+    const threads = threadCount()
+    const timers = posixTimers()
+    const caught = caughtSignals()
+    const rss = process.memoryUsage.rss()
+    let x = 0
+    const ran = new Set()
+    for (let i = 0; i < 1000; i++) {
+      kflame.start({ hz: 999, mode })
+      if (i % 100 === 0) spin(5, () => { x += Math.sqrt(x + 1) }) // some with samples in flight
+      ran.add(kflame.stop().stats.mode)
+    }
+    t.same([...ran], [mode])
+    t.equal(openFds(), fds, 'open fds')
+    t.equal(threadCount(), threads, 'threads')
+    t.equal(posixTimers(), timers, 'POSIX timers')
+    t.equal(caughtSignals(), caught, 'the same signals caught: the reserved one given back')
+    const grown = (process.memoryUsage.rss() - rss) / 1048576
+    t.ok(grown < 20, `RSS grew ${grown.toFixed(1)} MiB`)
+  })
+}
 
 t.test('no perf fd reaches a child process', async (t) => {
   kflame.start()

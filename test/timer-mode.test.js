@@ -155,3 +155,38 @@ t.test('an inspector CPU profile taken at the same time is unharmed', async (t) 
   const stacks = parseFolded(out.folded)
   t.ok(total(stacks, (s) => s.frames.some((f) => f.startsWith('bothHot '))) > total(stacks) * 0.5, rootSummary(stacks))
 })
+
+t.test('stress: timer samples while the app allocates, collects garbage and starts and ends workers', async (t) => {
+  const r = noperf('EPERM', ['--expose-gc', '-e', `
+    const { Worker } = require('node:worker_threads')
+    const kflame = require('.')
+    kflame.start({ hz: 999 })
+    let live = 0
+    let started = 0
+    function churn () {
+      while (live < 3 && started < 24) {
+        live++; started++
+        new Worker('const a = []; for (let i = 0; i < 2e5; i++) a.push({ i, s: String(i) }); a.length = 0', { eval: true })
+          .on('exit', () => { live--; churn() })
+      }
+      if (live === 0) {
+        const p = kflame.stop()
+        console.log(JSON.stringify({ stats: p.stats, workers: started }))
+      }
+    }
+    churn()
+    const end = Date.now() + 800
+    while (Date.now() < end) {
+      const junk = []
+      for (let i = 0; i < 5e4; i++) junk.push({ i, t: [i, i] })
+      if (Math.random() < 0.2) globalThis.gc()
+    }`])
+  t.equal(r.status, 0, r.stderr)
+  const { stats, workers } = JSON.parse(r.stdout)
+  t.equal(workers, 24)
+  t.equal(stats.mode, 'timer')
+  t.equal(stats.details.corrupt, 0)
+  t.equal(stats.details.noMemory, 0)
+  t.ok(stats.samples > 300, `samples: ${stats.samples}`)
+  t.ok(stats.details.timerThreads > 10, `threads armed: ${stats.details.timerThreads}`)
+})
