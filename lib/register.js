@@ -15,7 +15,8 @@
 //                  directory (default folded) and of the default file name
 //   KFLAME_QUIET=1 no summary line on stderr
 // A misconfiguration stops the process with exit code 2 before the app runs;
-// perf refusing to sample only warns: the app runs unprofiled.
+// perf refused: the timer sampler profiles instead (one line says so); with
+// KFLAME_MODE=perf the refusal only warns and the app runs unprofiled.
 
 const fs = require('node:fs')
 const os = require('node:os')
@@ -238,7 +239,7 @@ function install ({ env = process.env } = {}) {
     kflame = require('./index')
     kflame.start({ hz: config.hz, mode: config.mode })
   } catch (err) {
-    // Never break the app: perf refused, or no addon for this node.
+    // Never break the app: no sampler allowed, or no addon for this node.
     stderrLine(`not profiling this process (pid ${process.pid}): ${err.message}`)
     return false
   }
@@ -262,6 +263,9 @@ function install ({ env = process.env } = {}) {
       stderrLine(writeFailure(config.file, err))
       return
     }
+    // Sampled with timers because perf was refused: said even when quiet, as
+    // a refusal in mode 'perf' is (the profile has no kernel frames).
+    if (profile.stats.details.perfRefused) stderrLine(profile.stats.warnings[0])
     if (!config.quiet) stderrLine(summary(profile.stats, displayPath(config.file, cwd)))
   }
 

@@ -157,10 +157,22 @@ t.test('a misconfigured environment: one line naming the variable, exit 2, the a
   t.same(fs.readdirSync(dir), [], 'nothing written')
 })
 
-t.test('perf refused: one warning, the app runs unprofiled', { skip: !fs.existsSync(SHIM) && 'no test/c/build/faultshim.so (make -C test/c shim)' }, async (t) => {
+t.test('perf refused: the timer sampler profiles the app, and says so in one line', { skip: !fs.existsSync(SHIM) && 'no test/c/build/faultshim.so (make -C test/c shim)' }, async (t) => {
   const dir = tmpdir(t)
   const r = run(['-r', REGISTER, '-e', 'console.log("app ran"); process.exitCode = 4'], {
-    cwd: dir, env: { LD_PRELOAD: SHIM, KFLAME_FAULT_PERF: 'EACCES' }
+    cwd: dir, env: { LD_PRELOAD: SHIM, KFLAME_FAULT_PERF: 'EACCES', KFLAME_OUT: 'out.folded', KFLAME_QUIET: '1' }
+  })
+  t.equal(r.status, 4, 'the app\'s exit code')
+  t.equal(r.stdout, 'app ran\n')
+  t.match(r.stderr, /^kflame: perf_event_open was refused \(KFLAME_ERR_PERF_PARANOID\), so kflame sampled with per-thread CPU-time timers.*perf_event_paranoid/)
+  t.equal(r.stderr.trim().split('\n').length, 1, 'one line, also when quiet')
+  t.same(fs.readdirSync(dir), ['out.folded'])
+})
+
+t.test('perf refused with KFLAME_MODE=perf: one warning, the app runs unprofiled', { skip: !fs.existsSync(SHIM) && 'no test/c/build/faultshim.so (make -C test/c shim)' }, async (t) => {
+  const dir = tmpdir(t)
+  const r = run(['-r', REGISTER, '-e', 'console.log("app ran"); process.exitCode = 4'], {
+    cwd: dir, env: { LD_PRELOAD: SHIM, KFLAME_FAULT_PERF: 'EACCES', KFLAME_MODE: 'perf' }
   })
   t.equal(r.status, 4, 'the app\'s exit code')
   t.equal(r.stdout, 'app ran\n')

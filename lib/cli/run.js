@@ -175,7 +175,7 @@ function collect (dir, out, { hz, title }) {
   const names = fs.readdirSync(dir).filter((n) => n.endsWith('.folded') && !n.startsWith('.'))
   if (names.length === 0) {
     stderrLine('no profile was written: the command started no node process that loaded kflame, ' +
-      'or perf refused them (see any warning above)')
+      'or none could be sampled (see any warning above)')
     return
   }
   const m = mergeFiles(listInputs([dir]))
