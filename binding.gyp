@@ -14,6 +14,8 @@
         "src/symbolizer.c",
         "src/symtab.c",
         "src/elfsyms.c",
+        "src/debugfile.c",
+        "src/xz.c",
         "src/kallsyms.c",
         "src/procmaps.c",
         "src/readfile.c",
@@ -37,7 +39,7 @@
       ],
       "cflags_c": ["-std=gnu11", "-Wall", "-Wextra", "-O2", "-fno-omit-frame-pointer"],
       "cflags_cc": ["-std=gnu++17", "-Wall", "-Wextra", "-O2", "-fno-omit-frame-pointer", "-fno-exceptions"],
-      "libraries": ["-lelf", "-lstdc++", "-lpthread", "-lrt"],
+      "libraries": ["-lelf", "-llzma", "-lstdc++", "-lpthread", "-lrt"],
       "conditions": [
         ["OS!='linux'", { "type": "none" }]
       ]

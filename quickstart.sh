@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets everything up and profiles a demo app:
-#   1. system packages (a C toolchain, libelf-dev, libunwind-dev): installed when run as
+#   1. system packages (a C toolchain, libelf-dev, liblzma-dev, libunwind-dev): installed when run as
 #      root, otherwise the exact apt-get line is printed and the script stops;
 #   2. npm dependencies and the native build (node-gyp);
 #   3. examples/demo.js profiled into demo.svg (and demo.folded).
@@ -15,7 +15,7 @@ if [ "$major" -lt 20 ]; then
   echo "quickstart: Node.js >= 20 is needed, this is $(node --version)" >&2; exit 1
 fi
 
-packages=(make gcc g++ python3 libelf-dev libunwind-dev)
+packages=(make gcc g++ python3 libelf-dev liblzma-dev libunwind-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

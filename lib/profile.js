@@ -244,6 +244,10 @@ function makeStats (raw, labels = null, workers = null) {
       interpretedUnnamed: raw.interpretedUnnamed,
       runningAdded: raw.runningAdded,
       inlinedFrames: raw.inlinedFrames,
+      // Native names (distinct addresses): from separate debug files or
+      // MiniDebugInfo, and folded into "[object]" for want of a symbol.
+      nativeFromDebug: raw.nativeFromDebug,
+      nativeFolded: raw.nativeFolded,
       workersArmed: workers ? workers.armed : 0,
       workersFailed: workers ? workers.failed : 0,
       codeEntries: raw.codeEntries,

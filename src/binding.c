@@ -257,6 +257,8 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
                      (double)st->interpreted_unnamed));
   CHECK(env, set_num(env, o, "runningAdded", (double)st->running_added));
   CHECK(env, set_num(env, o, "inlinedFrames", (double)st->inlined));
+  CHECK(env, set_num(env, o, "nativeFromDebug", (double)st->native_from_debug));
+  CHECK(env, set_num(env, o, "nativeFolded", (double)st->native_folded));
   CHECK(env, set_num(env, o, "stackBytes", st->stack_bytes));
   CHECK(env, set_num(env, o, "stackCopies", (double)st->stack_copies));
   CHECK(env, set_num(env, o, "stackCopyBytes", (double)st->stack_copy_bytes));

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "xz.h"
+
 static int add_symbols(Elf *e, Elf_Scn *scn, GElf_Shdr *shdr, kf_symtab_t *t) {
   Elf_Data *data = elf_getdata(scn, NULL);
   if (!data || shdr->sh_entsize == 0) return 0;
@@ -26,6 +28,62 @@ static int add_symbols(Elf *e, Elf_Scn *scn, GElf_Shdr *shdr, kf_symtab_t *t) {
       return -ENOMEM;
   }
   return 0;
+}
+
+/* The NT_GNU_BUILD_ID note of a note section, if it is there. */
+static void read_build_id(Elf_Scn *scn, kf_elf_t *elf) {
+  Elf_Data *data = elf_getdata(scn, NULL);
+  if (!data || !data->d_buf) return;
+  size_t off = 0, name_off, desc_off;
+  GElf_Nhdr nh;
+  while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+    if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+        memcmp((const char *)data->d_buf + name_off, "GNU", 4) == 0 &&
+        nh.n_descsz > 0 && nh.n_descsz <= KF_ELF_MAX_BUILD_ID) {
+      memcpy(elf->build_id, (const char *)data->d_buf + desc_off, nh.n_descsz);
+      elf->build_id_len = nh.n_descsz;
+      return;
+    }
+  }
+}
+
+/* .gnu_debuglink: a NUL-terminated file name, padding to 4 bytes, then the
+ * CRC32 of the debug file. A name with a slash, or none, is ignored: it is
+ * looked up only beside the object and under debug directories. */
+static int read_debuglink(Elf_Scn *scn, kf_elf_t *elf) {
+  Elf_Data *data = elf_getdata(scn, NULL);
+  if (!data || !data->d_buf || data->d_size < 8) return 0;
+  const char *p = data->d_buf;
+  size_t len = strnlen(p, data->d_size);
+  size_t crc_at = (len + 4) & ~(size_t)3;
+  if (len == 0 || len >= 256 || crc_at + 4 > data->d_size || memchr(p, '/', len))
+    return 0;
+  if (!(elf->debuglink = strndup(p, len))) return -ENOMEM;
+  memcpy(&elf->debuglink_crc, p + crc_at, 4);
+  return 0;
+}
+
+/* MiniDebugInfo: the functions .dynsym lacks, from the .symtab of the
+ * xz-compressed ELF in .gnu_debugdata. Returns 0 (also when there is none
+ * or it cannot be read: the object keeps .dynsym) or -ENOMEM. */
+static int add_debugdata(Elf_Scn *scn, kf_symtab_t *t) {
+  Elf_Data *data = elf_getdata(scn, NULL);
+  if (!data || !data->d_buf || data->d_size == 0) return 0;
+  void *image;
+  size_t len;
+  int rc = kf_xz_decode(data->d_buf, data->d_size, KF_ELF_MAX_DEBUGDATA, &image, &len);
+  if (rc != 0) return rc == -ENOMEM ? rc : 0;
+  Elf *e = elf_memory(image, len);
+  rc = 0;
+  if (e && elf_kind(e) == ELF_K_ELF) {
+    for (Elf_Scn *s = elf_nextscn(e, NULL); s && rc == 0; s = elf_nextscn(e, s)) {
+      GElf_Shdr sh;
+      if (gelf_getshdr(s, &sh) && sh.sh_type == SHT_SYMTAB) rc = add_symbols(e, s, &sh, t);
+    }
+  }
+  if (e) elf_end(e);
+  free(image);
+  return rc;
 }
 
 int kf_elf_parse(const void *image, size_t size, kf_elf_t **out) {
@@ -51,26 +109,41 @@ int kf_elf_parse(const void *image, size_t size, kf_elf_t **out) {
     elf->nloads++;
   }
 
-  Elf_Scn *symtab = NULL, *dynsym = NULL;
+  Elf_Scn *symtab = NULL, *dynsym = NULL, *debugdata = NULL;
   GElf_Shdr symtab_hdr, dynsym_hdr;
+  size_t shstrndx;
+  if (elf_getshdrstrndx(e, &shstrndx) != 0) shstrndx = 0;
   for (Elf_Scn *scn = elf_nextscn(e, NULL); scn; scn = elf_nextscn(e, scn)) {
     GElf_Shdr sh;
     if (!gelf_getshdr(scn, &sh)) continue;
     if (sh.sh_type == SHT_SYMTAB) symtab = scn, symtab_hdr = sh;
     if (sh.sh_type == SHT_DYNSYM) dynsym = scn, dynsym_hdr = sh;
+    if (sh.sh_type == SHT_NOTE && elf->build_id_len == 0) read_build_id(scn, elf);
+    const char *name = shstrndx ? elf_strptr(e, shstrndx, sh.sh_name) : NULL;
+    if (!name || sh.sh_type == SHT_NOBITS) continue;
+    if (strcmp(name, ".gnu_debuglink") == 0 && !elf->debuglink &&
+        read_debuglink(scn, elf) != 0) {
+      rc = -ENOMEM;
+      goto out;
+    }
+    if (strcmp(name, ".gnu_debugdata") == 0) debugdata = scn;
   }
   elf->syms = kf_symtab_new();
   if (!elf->syms) {
     rc = -ENOMEM;
     goto out;
   }
+  rc = 0;
+  elf->syms_from = KF_SYMS_DYNSYM;
   if (symtab) {
     elf->from_symtab = 1;
+    elf->syms_from = KF_SYMS_SYMTAB;
     rc = add_symbols(e, symtab, &symtab_hdr, elf->syms);
-  } else if (dynsym) {
-    rc = add_symbols(e, dynsym, &dynsym_hdr, elf->syms);
   } else {
-    rc = 0;
+    if (dynsym) rc = add_symbols(e, dynsym, &dynsym_hdr, elf->syms);
+    size_t before = kf_symtab_count(elf->syms);
+    if (rc == 0 && debugdata) rc = add_debugdata(debugdata, elf->syms);
+    if (kf_symtab_count(elf->syms) > before) elf->syms_from = KF_SYMS_MINIDEBUG;
   }
   if (rc == 0) kf_symtab_finish(elf->syms, 0);
 
@@ -108,7 +181,16 @@ int kf_elf_load(const char *path, kf_elf_t **out) {
 void kf_elf_free(kf_elf_t *elf) {
   if (!elf) return;
   kf_symtab_free(elf->syms);
+  free(elf->debuglink);
   free(elf);
+}
+
+void kf_elf_adopt_symbols(kf_elf_t *elf, kf_elf_t *debug) {
+  kf_symtab_free(elf->syms);
+  elf->syms = debug->syms;
+  debug->syms = NULL;
+  elf->syms_from = KF_SYMS_DEBUG_FILE;
+  kf_elf_free(debug);
 }
 
 int kf_elf_vaddr(const kf_elf_t *elf, uint64_t file_offset, uint64_t *vaddr) {

@@ -358,6 +358,10 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
     free(line_of);
   }
   st->kernel_hidden = st->kernel && kf_symbolizer_kernel_hidden(p->symbolizer);
+  kf_symbolizer_stats_t ss;
+  kf_symbolizer_stats(p->symbolizer, &ss);
+  st->native_from_debug = ss.from_debug;
+  st->native_folded = ss.folded;
   for (size_t i = 0; i < ctx.nroots; i++) free(ctx.roots[i].name);
   free(ctx.roots);
   close_session(p);

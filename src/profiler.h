@@ -55,6 +55,9 @@ typedef struct kf_profile_stats {
    * "(interpreted)", running functions put back under a handler. */
   uint64_t interpreted_named, interpreted_unnamed, running_added;
   uint64_t inlined;              /* inlined frames added */
+  /* Distinct native addresses named from separate debug files or
+   * MiniDebugInfo, and folded into "[object]" (symbolizer.h). */
+  uint64_t native_from_debug, native_folded;
   uint64_t stack_copies_short;   /* frame chain went past the copy */
   uint32_t stack_bytes;          /* asked of the kernel per sample */
   uint64_t stack_copies, stack_copy_bytes; /* received */

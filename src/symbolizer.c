@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 
+#include "debugfile.h"
 #include "elfsyms.h"
 #include "grow.h"
 #include "kallsyms.h"
@@ -38,10 +39,35 @@ struct kf_symbolizer {
   int kernel_tried, kernel_hidden;
   named_t *names; /* hash: per profile */
   size_t nnames, names_cap;
+  kf_symbolizer_stats_t stats; /* per profile */
+  char *debug_dirs_text;       /* KFLAME_DEBUG_DIRS, split at ':' */
+  const char *debug_dirs[8];
+  size_t ndebug_dirs;
 };
 
+/* Debug directories: KFLAME_DEBUG_DIRS (colon-separated absolute paths,
+ * at most 8; empty: none), else /usr/lib/debug. */
+static int read_debug_dirs(kf_symbolizer_t *s) {
+  const char *env = getenv("KFLAME_DEBUG_DIRS");
+  if (!env) {
+    s->debug_dirs[s->ndebug_dirs++] = "/usr/lib/debug";
+    return 0;
+  }
+  if (!(s->debug_dirs_text = strdup(env))) return -ENOMEM;
+  char *save = NULL;
+  for (char *d = strtok_r(s->debug_dirs_text, ":", &save); d && s->ndebug_dirs < 8;
+       d = strtok_r(NULL, ":", &save))
+    if (d[0] == '/') s->debug_dirs[s->ndebug_dirs++] = d;
+  return 0;
+}
+
 kf_symbolizer_t *kf_symbolizer_new(void) {
-  return calloc(1, sizeof(kf_symbolizer_t));
+  kf_symbolizer_t *s = calloc(1, sizeof(kf_symbolizer_t));
+  if (s && read_debug_dirs(s) != 0) {
+    free(s);
+    return NULL;
+  }
+  return s;
 }
 
 static void forget_names(kf_symbolizer_t *s) {
@@ -60,6 +86,7 @@ void kf_symbolizer_free(kf_symbolizer_t *s) {
     kf_elf_free(s->objects[i].elf);
   }
   free(s->objects);
+  free(s->debug_dirs_text);
   kf_elf_free(s->vdso);
   kf_symtab_free(s->kernel);
   free(s);
@@ -67,6 +94,7 @@ void kf_symbolizer_free(kf_symbolizer_t *s) {
 
 int kf_symbolizer_begin(kf_symbolizer_t *s) {
   forget_names(s);
+  memset(&s->stats, 0, sizeof s->stats);
   kf_maps_free(&s->maps);
   return kf_maps_load(&s->maps);
 }
@@ -92,6 +120,10 @@ static object_t *object_for(kf_symbolizer_t *s, const kf_mapping_t *m) {
   *o = (object_t){.dev_major = m->dev_major, .dev_minor = m->dev_minor,
                   .inode = m->inode, .path = path};
   if (kf_elf_load(path, &o->elf) != 0) o->elf = NULL;
+  kf_elf_t *debug;
+  if (o->elf && o->elf->syms_from != KF_SYMS_SYMTAB &&
+      kf_debugfile_find(path, o->elf, s->debug_dirs, s->ndebug_dirs, &debug) == 0)
+    kf_elf_adopt_symbols(o->elf, debug);
   return o;
 }
 
@@ -106,7 +138,7 @@ static kf_elf_t *vdso_elf(kf_symbolizer_t *s, const kf_mapping_t *m) {
   return s->vdso;
 }
 
-/* Symbol name of a user address, demangled, or "object+0xoffset". */
+/* Symbol name of a user address, demangled, or "[object]". */
 static char *user_name(kf_symbolizer_t *s, uint64_t ip) {
   const kf_mapping_t *m = kf_maps_find(&s->maps, ip);
   if (!m) return strdup("[unknown]");
@@ -123,6 +155,8 @@ static char *user_name(kf_symbolizer_t *s, uint64_t ip) {
   if (elf && kf_elf_vaddr(elf, file_off, &vaddr) == 0) {
     const kf_sym_t *sym = kf_symtab_lookup(elf->syms, vaddr);
     if (sym) {
+      if (elf->syms_from == KF_SYMS_DEBUG_FILE || elf->syms_from == KF_SYMS_MINIDEBUG)
+        s->stats.from_debug++;
       char *raw = strndup(kf_symtab_name(elf->syms, sym), sym->name_len);
       if (!raw) return NULL;
       int status = -1;
@@ -137,10 +171,12 @@ static char *user_name(kf_symbolizer_t *s, uint64_t ip) {
       return raw;
     }
   }
+  /* perf and FlameGraph's way: one frame for all of the object's unnamed
+   * code, not one per address (a hot function of a stripped library would
+   * split into slivers). */
+  s->stats.folded++;
   char *out;
-  if (asprintf(&out, "%s+0x%llx", basename_of(m->path),
-               (unsigned long long)file_off) < 0)
-    return NULL;
+  if (asprintf(&out, "[%s]", basename_of(m->path)) < 0) return NULL;
   return out;
 }
 
@@ -211,6 +247,10 @@ int kf_symbolizer_in_libc(kf_symbolizer_t *s, uint64_t ip) {
   const char *base = basename_of(m->path);
   return strncmp(base, "libc.so", 7) == 0 || strncmp(base, "libc-", 5) == 0 ||
          strncmp(base, "libpthread", 10) == 0;
+}
+
+void kf_symbolizer_stats(const kf_symbolizer_t *s, kf_symbolizer_stats_t *out) {
+  *out = s->stats;
 }
 
 int kf_symbolizer_kernel_hidden(kf_symbolizer_t *s) {

@@ -3,7 +3,10 @@
  *
  *   kernel address  -> kallsyms name + "_[k]"; "[kernel]_[k]" when the
  *                      addresses are hidden (kptr_restrict) or unreadable
- *   file mapping    -> ELF symbol (C++ demangled), else "libfoo.so+0x1a2b"
+ *   file mapping    -> ELF symbol (C++ demangled) from the object's .symtab,
+ *                      its separate debug file (debugfile.h), MiniDebugInfo
+ *                      or .dynsym; an address none of them covers folds
+ *                      into the object's frame, "[libfoo.so]"
  *   [vdso]          -> the vDSO's own ELF symbols, read from memory
  *   anonymous code  -> "[jit]_[j]" (V8's code space; named by the code map)
  *   nothing mapped  -> "[unknown]"
@@ -38,6 +41,14 @@ const char *kf_symbolizer_frame(kf_symbolizer_t *s, uint64_t ip, int kernel);
 
 /* 1 when the address lies in the C library (thread start-up frames). */
 int kf_symbolizer_in_libc(kf_symbolizer_t *s, uint64_t ip);
+
+/* Distinct user addresses named since begin(): from a separate debug file
+ * or MiniDebugInfo (symbols the object itself lacks), and folded into an
+ * object's "[name]" frame for want of any symbol. */
+typedef struct kf_symbolizer_stats {
+  uint64_t from_debug, folded;
+} kf_symbolizer_stats_t;
+void kf_symbolizer_stats(const kf_symbolizer_t *s, kf_symbolizer_stats_t *out);
 
 /* 1 when kernel frames could not be named (addresses hidden). */
 int kf_symbolizer_kernel_hidden(kf_symbolizer_t *s);

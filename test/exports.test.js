@@ -241,6 +241,9 @@ t.test('parseFrame takes kflame\'s frame names apart', async (t) => {
     ['node::Start(int, char**)', { functionName: 'node::Start(int, char**)', url: '', kind: 'native' }],
     ['malloc', { functionName: 'malloc', kind: 'native' }],
     ['libc.so.6+0x891f5', { functionName: 'libc.so.6+0x891f5', url: 'libc.so.6', kind: 'native' }],
+    ['[libc.so.6]', { functionName: '[libc.so.6]', url: 'libc.so.6', kind: 'native' }],
+    ['[node]', { functionName: '[node]', url: 'node', kind: 'native' }],
+    ['[unknown]', { functionName: '[unknown]', url: '', kind: 'native' }],
     ['[unknown]', { functionName: '[unknown]', url: '', lineNumber: 0, kind: 'native' }],
     ['Builtins_JSEntry', { kind: 'native' }],
     ['/app/a.js:1:2_[j]', { functionName: '/app/a.js:1:2', kind: 'jit' }] // no name: not taken for JS

@@ -19,7 +19,11 @@ const JS_POSITION = /:(\d+):(\d+)$/
 const URL_START = /^(?:\/|\.\.?\/|[A-Za-z][\w+.-]*:|\[|<|evalmachine\.|symbol\(hash )/
 // V8's names for its own code, never a JS function even with a ":n:n" tail.
 const V8_CODE = /^(?:Builtin|BytecodeHandler|RegExp|Stub|Handler|Callback|Function|Script|Eval|Wasm|WasmBuiltin):/
-// An address that no symbol covers: "libc.so.6+0x891f5".
+// Code of an object that no symbol covers: "[libc.so.6]" (kflame folds it
+// into one frame per object), or "libc.so.6+0x891f5" (older profiles).
+const OBJECT_FOLDED = /^\[([^\s[\]]+)\]$/
+// Bracketed names that are not objects.
+const NOT_OBJECTS = new Set(['unknown', 'jit', 'thread', 'vdso'])
 const OBJECT_OFFSET = /^([^\s()]+)\+0x[0-9a-fA-F]+$/
 const TIERS = '~^+*'
 
@@ -66,10 +70,11 @@ function parseJs (body) {
  *
  * kind: 'js' (a JS function; name_[i] when inlined), 'jit' (other generated code: Builtin:X,
  * BytecodeHandler:X, RegExp:/src/, (interpreted), [jit]), 'kernel' (name_[k]),
- * 'native' (ELF symbols, lib+0xOFF, [unknown]) or 'root' (the thread; say so
- * with isRoot, the name alone cannot tell). lineNumber and columnNumber are
- * 1-based as in the name, 0 when unknown. url is the script for JS frames,
- * the object file for "lib+0xOFF" frames, '' otherwise.
+ * 'native' (ELF symbols, [libfoo.so], lib+0xOFF, [unknown]) or 'root' (the
+ * thread; say so with isRoot, the name alone cannot tell). lineNumber and
+ * columnNumber are 1-based as in the name, 0 when unknown. url is the script
+ * for JS frames, the object file for "[libfoo.so]" and "lib+0xOFF" frames,
+ * '' otherwise.
  */
 function parseFrame (name, isRoot = false) {
   if (typeof name !== 'string') throw invalid('parseFrame(name): name must be a string')
@@ -81,7 +86,9 @@ function parseFrame (name, isRoot = false) {
   }
   // a JS function inlined into its caller's optimized code
   if (name.endsWith('_[i]')) return parseJs(name.slice(0, -4)) || parsed(name.slice(0, -4), '', 0, 0, 'jit')
-  const object = OBJECT_OFFSET.exec(name)
+  let object = OBJECT_FOLDED.exec(name)
+  if (object && NOT_OBJECTS.has(object[1])) object = null
+  if (!object) object = OBJECT_OFFSET.exec(name)
   return parsed(name, object ? object[1] : '', 0, 0, 'native')
 }
 

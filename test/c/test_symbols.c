@@ -1,11 +1,19 @@
 /* Symbol tables: lookup at range edges, kallsyms text, /proc maps lines, ELF
- * symbols of this very test binary, and thread root names. */
+ * symbols of this very test binary, separate debug files and MiniDebugInfo
+ * of fixture libraries (built by the Makefile), and thread root names. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "../../src/debugfile.h"
 #include "../../src/elfsyms.h"
 #include "../../src/kallsyms.h"
 #include "../../src/procmaps.h"
+#include "../../src/symbolizer.h"
 #include "../../src/symtab.h"
 #include "../../src/threadrole.h"
 #include "kftest.h"
@@ -189,7 +197,95 @@ static void thread_roots(void) {
   CHECK(kf_thread_role(NULL) == NULL);
 }
 
+/* A file of the Makefile's debug fixtures, beside this test's binary in
+ * dbg/ ("lib/libkfdemo-mini.so", "root"). */
+static void fixture_path(char *out, size_t cap, const char *sub) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  CHECK(n > 0);
+  exe[n] = '\0';
+  *strrchr(exe, '/') = '\0';
+  int len = snprintf(out, cap, "%s/dbg/%s", exe, sub);
+  CHECK(len > 0 && (size_t)len < cap);
+}
+
+/* Names an address inside the static kfdemo_hidden of lib/NAME, and one
+ * inside the exported kfdemo_exported, through a symbolizer made now (it
+ * reads KFLAME_DEBUG_DIRS). */
+static void name_demo(const char *name, char *hidden, char *exported,
+                      kf_symbolizer_stats_t *st) {
+  char path[PATH_MAX], sub[256];
+  snprintf(sub, sizeof sub, "lib/%.200s", name);
+  fixture_path(path, sizeof path, sub);
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  CHECK(h != NULL);
+  void *(*hidden_address)(void) = (void *(*)(void))dlsym(h, "kfdemo_hidden_address");
+  void *exported_fn = dlsym(h, "kfdemo_exported");
+  CHECK(hidden_address && exported_fn);
+  kf_symbolizer_t *s = kf_symbolizer_new();
+  CHECK(s && kf_symbolizer_begin(s) == 0);
+  strcpy(hidden, kf_symbolizer_frame(s, (uint64_t)(uintptr_t)hidden_address(), 0));
+  strcpy(exported, kf_symbolizer_frame(s, (uint64_t)(uintptr_t)exported_fn + 1, 0));
+  kf_symbolizer_stats(s, st);
+  kf_symbolizer_free(s);
+  dlclose(h);
+}
+
+static void debug_files_name_stripped_objects(void) {
+  char root[PATH_MAX], hidden[512], exported[512];
+  kf_symbolizer_stats_t st;
+  fixture_path(root, sizeof root, "root");
+  CHECK(setenv("KFLAME_DEBUG_DIRS", root, 1) == 0);
+  /* Found by build-id under the debug directory, by .gnu_debuglink beside
+   * the object (checked by CRC32: no build-id), in MiniDebugInfo. */
+  const char *found[] = {"libkfdemo-buildid.so", "libkfdemo-debuglink.so", "libkfdemo-mini.so"};
+  for (size_t i = 0; i < 3; i++) {
+    name_demo(found[i], hidden, exported, &st);
+    CHECK_STR(hidden, "kfdemo_hidden");
+    CHECK_STR(exported, "kfdemo_exported");
+    CHECK_EQ_U64(st.from_debug, 2);
+    CHECK_EQ_U64(st.folded, 0);
+  }
+  /* No debug file: the static function folds into the object's frame;
+   * .dynsym still names the exported one. */
+  name_demo("libkfdemo-bare.so", hidden, exported, &st);
+  CHECK_STR(hidden, "[libkfdemo-bare.so]");
+  CHECK_STR(exported, "kfdemo_exported");
+  CHECK_EQ_U64(st.folded, 1);
+  CHECK_EQ_U64(st.from_debug, 0);
+  /* Another build's debug file at this build-id's path names nothing. */
+  name_demo("libkfdemo-stale.so", hidden, exported, &st);
+  CHECK_STR(hidden, "[libkfdemo-stale.so]");
+  /* Without debug directories only what lies beside the object is found. */
+  CHECK(setenv("KFLAME_DEBUG_DIRS", "", 1) == 0);
+  name_demo("libkfdemo-buildid.so", hidden, exported, &st);
+  CHECK_STR(hidden, "[libkfdemo-buildid.so]");
+  name_demo("libkfdemo-debuglink.so", hidden, exported, &st);
+  CHECK_STR(hidden, "kfdemo_hidden");
+  unsetenv("KFLAME_DEBUG_DIRS");
+}
+
+static void elf_reads_build_id_and_debuglink(void) {
+  char path[PATH_MAX];
+  kf_elf_t *elf;
+  fixture_path(path, sizeof path, "lib/libkfdemo-debuglink.so");
+  CHECK(kf_elf_load(path, &elf) == 0);
+  CHECK(elf->build_id_len == 0 && elf->debuglink != NULL);
+  CHECK_STR(elf->debuglink, "libkfdemo-debuglink.so.debug");
+  CHECK(elf->syms_from == KF_SYMS_DYNSYM);
+  kf_elf_free(elf);
+  fixture_path(path, sizeof path, "lib/libkfdemo-mini.so");
+  CHECK(kf_elf_load(path, &elf) == 0);
+  CHECK(elf->build_id_len == 20 && elf->syms_from == KF_SYMS_MINIDEBUG);
+  kf_elf_free(elf);
+  /* The CRC32 of .gnu_debuglink is zlib's: "123456789" -> 0xcbf43926. */
+  CHECK(kf_crc32(0, "123456789", 9) == 0xcbf43926u);
+  CHECK(kf_crc32(kf_crc32(0, "1234", 4), "56789", 5) == 0xcbf43926u);
+}
+
 static const kftest_case_t cases[] = {
+    {"debugfile: stripped objects named from debug files, MiniDebugInfo, or folded", debug_files_name_stripped_objects},
+    {"elf: build-id, debuglink and MiniDebugInfo read", elf_reads_build_id_and_debuglink},
     {"symtab: lookup at range edges", symtab_lookup_at_edges},
     {"symtab: duplicate start keeps the sized symbol", symtab_duplicate_start_keeps_sized},
     {"symtab: empty table", symtab_empty},

@@ -1,0 +1,43 @@
+'use strict'
+// Native frames named as perf names them: glibc's functions from Debian's
+// libc6-dbg (a separate debug file found by build-id), and, where no symbol
+// covers an address, one "[object]" frame instead of an address each.
+const t = require('tap')
+const fs = require('node:fs')
+const { runFixture, total, rootSummary } = require('./helpers')
+
+// libc's debug file, where perf finds it: /usr/lib/debug/.build-id/xx/rest.debug.
+function libcDebugFile () {
+  const libc = fs.readFileSync('/proc/self/maps', 'utf8').split('\n')
+    .map((l) => l.split(/\s+/)[5]).find((p) => p && /\/libc\.so\.6$/.test(p))
+  const { execFileSync } = require('node:child_process')
+  const id = /Build ID: ([0-9a-f]+)/.exec(execFileSync('readelf', ['-n', libc], { encoding: 'utf8' }))[1]
+  return `/usr/lib/debug/.build-id/${id.slice(0, 2)}/${id.slice(2)}.debug`
+}
+
+const leafOf = (s) => s.frames[s.frames.length - 1]
+
+t.test('memmove named from libc6-dbg; thread roots over start_thread', async (t) => {
+  const debugFile = libcDebugFile()
+  if (!fs.existsSync(debugFile)) throw new Error(`${debugFile} is missing: install libc6-dbg (apt-get install libc6-dbg)`)
+  const { stacks, stats } = runFixture('memmove.js')
+  const main = stacks.filter((s) => s.frames[0] === 'main')
+  const memmove = total(main, (s) => /^__memmove_/.test(leafOf(s)))
+  t.ok(memmove > total(main) * 0.8, `leaf __memmove_* in ${memmove} of ${total(main)} main-thread samples`)
+  t.equal(total(stacks, (s) => s.frames.some((f) => /^libc\.so\.6\+0x/.test(f))), 0, 'no libc.so.6+0x... frame')
+  const others = stacks.filter((s) => s.frames[0] !== 'main' && s.frames.length > 2)
+  t.ok(others.some((s) => s.frames[1] === 'start_thread'), `start_thread under thread roots (${rootSummary(stacks)})`)
+  t.ok(stats.details.nativeFromDebug > 0, `nativeFromDebug ${stats.details.nativeFromDebug}`)
+})
+
+t.test('without the debug file: [libc.so.6], one frame for all its unnamed code', async (t) => {
+  const { stacks, stats } = runFixture('memmove.js', [], [], { KFLAME_DEBUG_DIRS: '' })
+  const main = stacks.filter((s) => s.frames[0] === 'main')
+  const folded = total(main, (s) => leafOf(s) === '[libc.so.6]')
+  t.ok(folded > total(main) * 0.8, `leaf [libc.so.6] in ${folded} of ${total(main)} main-thread samples`)
+  t.equal(total(stacks, (s) => s.frames.some((f) => /\+0x[0-9a-f]+$/.test(f))), 0, 'no object+0x... frame')
+  t.ok(stats.details.nativeFolded > 0, `nativeFolded ${stats.details.nativeFolded}`)
+  // The leaf's distinct addresses are one line per stack, not one per address.
+  const leafLines = main.filter((s) => leafOf(s) === '[libc.so.6]').length
+  t.ok(leafLines < 20, `${leafLines} distinct main-thread stacks end in [libc.so.6]`)
+})
