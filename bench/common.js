@@ -182,7 +182,7 @@ function perfScript (data, pid) {
 // perf map ("JS:*fib /app/x.js:3:12") becomes "fib /app/x.js:3:12_[j]",
 // unnamed code in the map "[jit]_[j]", node's embedded builtins
 // "Builtin:Name_[j]" (the interpreter's trampoline "(interpreted)_[j]"),
-// kernel frames "name_[k]".
+// kernel frames "name_[k]", an object's code without a symbol "[libfoo.so]".
 function perfFrame (sym, dso, ip) {
   if (dso === '[kernel.kallsyms]' || dso.startsWith('[kernel')) return `${sym}_[k]`
   if (/^\/tmp\/perf-\d+\.map$/.test(dso)) {
@@ -200,7 +200,8 @@ function perfFrame (sym, dso, ip) {
   if (sym.startsWith('Builtins_')) {
     return sym === 'Builtins_InterpreterEntryTrampoline' ? '(interpreted)_[j]' : `Builtin:${sym.slice(9)}_[j]`
   }
-  if (sym === '[unknown]') return dso === '[unknown]' ? '[unknown]' : `${path.basename(dso)}+0x${ip}`
+  // Code of an object no symbol covers: one frame per object, as kflame folds it.
+  if (sym === '[unknown]') return dso === '[unknown]' ? '[unknown]' : `[${path.basename(dso)}]`
   return sym.replace(/;/g, ':')
 }
 

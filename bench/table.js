@@ -63,6 +63,14 @@ const BENCHES = [
     tables: (r) => require('./timermode').readmeTables(r)
   },
   {
+    file: 'nativenames.json',
+    title: 'Native frame names against `perf record -g`',
+    script: 'bench/nativenames.js',
+    about: (r) => `${r.quick ? 'quick run, ' : ''}${r.rounds} rounds, a fresh process per tool and workload, tools alternating` +
+      (r.tools && r.tools.perf ? `; ${r.tools.perf}` : ''),
+    tables: (r) => require('./nativenames').readmeTables(r)
+  },
+  {
     file: 'workers.json',
     title: "Arming the code-event hook of workers that never load kflame",
     script: 'bench/workers.js',
