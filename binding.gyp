@@ -15,6 +15,7 @@
         "src/symtab.c",
         "src/elfsyms.c",
         "src/debugfile.c",
+        "src/dwarfunwind.c",
         "src/xz.c",
         "src/kallsyms.c",
         "src/procmaps.c",
@@ -39,7 +40,7 @@
       ],
       "cflags_c": ["-std=gnu11", "-Wall", "-Wextra", "-O2", "-fno-omit-frame-pointer"],
       "cflags_cc": ["-std=gnu++17", "-Wall", "-Wextra", "-O2", "-fno-omit-frame-pointer", "-fno-exceptions"],
-      "libraries": ["-lelf", "-llzma", "-lstdc++", "-lpthread", "-lrt"],
+      "libraries": ["-lelf", "-llzma", "-lunwind-x86_64", "-lunwind", "-lstdc++", "-lpthread", "-lrt"],
       "conditions": [
         ["OS!='linux'", { "type": "none" }]
       ]

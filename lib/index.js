@@ -40,6 +40,7 @@ function start (options) {
     stackBytes: o.stackBytes,
     jit: o.jit && jitMode !== 'off',
     tiers: o.tiers,
+    dwarf: o.dwarf,
     perfMap: o.perfMap || undefined
   })
 }

@@ -31,6 +31,10 @@ const DEFAULTS = Object.freeze({
   stackBytes: 16384,
   jit: true,
   tiers: false,
+  // Frames a frame-pointer walk skips under a leaf in a library built
+  // without frame pointers (glibc), put back from its DWARF call-frame
+  // information (needs stackBytes).
+  dwarf: true,
   perfMap: false
 })
 
@@ -92,7 +96,7 @@ function checkStartOptions (options) {
   if (o.ringPages !== null && (o.ringPages < 1 || o.ringPages > 4096 || (o.ringPages & (o.ringPages - 1)) !== 0)) {
     throw outOfRange(`start(options): ringPages must be a power of two from 1 to 4096, got ${o.ringPages}`)
   }
-  for (const name of ['jit', 'tiers']) {
+  for (const name of ['jit', 'tiers', 'dwarf']) {
     if (typeof o[name] !== 'boolean') throw invalid(`start(options): ${name} must be a boolean`)
   }
   if (o.perfMap === true) o.perfMap = defaultPerfMapPath()

@@ -248,6 +248,12 @@ function makeStats (raw, labels = null, workers = null) {
       // MiniDebugInfo, and folded into "[object]" for want of a symbol.
       nativeFromDebug: raw.nativeFromDebug,
       nativeFolded: raw.nativeFolded,
+      // Samples under a leaf without frame pointers: tried, given frames
+      // back from DWARF (and how many), left as they were.
+      dwarfTried: raw.dwarfTried,
+      dwarfRecovered: raw.dwarfRecovered,
+      dwarfFrames: raw.dwarfFrames,
+      dwarfBroke: raw.dwarfBroke,
       workersArmed: workers ? workers.armed : 0,
       workersFailed: workers ? workers.failed : 0,
       codeEntries: raw.codeEntries,

@@ -144,6 +144,7 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
   kf_sampler_opts_t *so = &opts.sampler;
   int task_clock = 0, jit = 1, perf_map = 0;
   uint32_t mode = KF_MODE_AUTO;
+  opts.dwarf = 1;
   char perf_map_path[4096];
   napi_value perf_map_v;
   if (argc < 1 || get_u32(env, argv[0], "hz", &so->hz) ||
@@ -154,12 +155,13 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
       get_bool(env, argv[0], "taskClock", &task_clock) ||
       get_bool(env, argv[0], "jit", &jit) ||
       get_bool(env, argv[0], "tiers", &opts.keep_tiers) ||
+      get_bool(env, argv[0], "dwarf", &opts.dwarf) ||
       (perf_map = get_prop(env, argv[0], "perfMap", &perf_map_v)) < 0 ||
       (perf_map && get_path(env, perf_map_v, perf_map_path, sizeof perf_map_path)) ||
       so->hz == 0 || (so->ring_pages & (so->ring_pages - 1))) {
     napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG",
                           "start() takes { hz, mode, ringPages, stackBytes, "
-                          "kernel, taskClock, jit, tiers, perfMap }");
+                          "kernel, taskClock, jit, tiers, dwarf, perfMap }");
     return NULL;
   }
   so->event = task_clock ? KF_EVENT_TASK_CLOCK : KF_EVENT_CPU_CLOCK;
@@ -259,6 +261,10 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
   CHECK(env, set_num(env, o, "inlinedFrames", (double)st->inlined));
   CHECK(env, set_num(env, o, "nativeFromDebug", (double)st->native_from_debug));
   CHECK(env, set_num(env, o, "nativeFolded", (double)st->native_folded));
+  CHECK(env, set_num(env, o, "dwarfTried", (double)st->dwarf.tried));
+  CHECK(env, set_num(env, o, "dwarfRecovered", (double)st->dwarf.recovered));
+  CHECK(env, set_num(env, o, "dwarfFrames", (double)st->dwarf.frames));
+  CHECK(env, set_num(env, o, "dwarfBroke", (double)st->dwarf.broke));
   CHECK(env, set_num(env, o, "stackBytes", st->stack_bytes));
   CHECK(env, set_num(env, o, "stackCopies", (double)st->stack_copies));
   CHECK(env, set_num(env, o, "stackCopyBytes", (double)st->stack_copy_bytes));

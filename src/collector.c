@@ -67,6 +67,9 @@ struct kf_collector {
   uint64_t *scratch; /* a callchain with JIT frames as tokens */
   size_t scratch_cap;
   uint64_t perf_map_generation, perf_map_written_at;
+  kf_dwarf_t *dwarf;       /* NULL: off */
+  uint64_t *spliced;       /* a callchain with frames put back */
+  size_t spliced_cap;
   kf_maps_t maps;          /* to tell unnamed generated code apart */
   uint64_t maps_loaded_at;
   uint32_t maps_reloads;
@@ -158,6 +161,47 @@ static void mark_unnamed_jit(kf_collector_t *c, uint64_t *ips, uint32_t nr) {
   }
 }
 
+static uint32_t user_marker(const uint64_t *ips, uint32_t nr) {
+  for (uint32_t i = 0; i < nr; i++)
+    if (ips[i] == (uint64_t)PERF_CONTEXT_USER) return i;
+  return nr;
+}
+
+/* Frames the frame-pointer walk skipped under a leaf in a library without
+ * frame pointers (dwarfunwind.h), put back after the leaf of *ips (the
+ * chain as it will be stored; `raw` is the one the kernel or the timer
+ * sampler walked, with the same leaf). The frames put back are named like
+ * the rest: V8's builtins among them become tokens. Returns 0, or -ENOMEM. */
+static int put_back_dwarf_frames(kf_collector_t *c, const kf_userstack_t *stack,
+                                 uint64_t time, const uint64_t *raw, uint32_t raw_nr,
+                                 const uint64_t **ips, uint32_t *nr) {
+  uint32_t ru = user_marker(raw, raw_nr), u = user_marker(*ips, *nr);
+  if (ru + 2 > raw_nr || u + 2 > *nr || (*ips)[u + 1] != raw[ru + 1]) return 0;
+  /* [USER marker, no leaf, the return addresses found] for resolve */
+  uint64_t found[2 + KF_DWARF_MAX_FRAMES], named[2 * (2 + KF_DWARF_MAX_FRAMES) + 1];
+  size_t n = kf_dwarf_missing(c->dwarf, stack, raw + ru + 1, raw_nr - ru - 1,
+                              found + 2, KF_DWARF_MAX_FRAMES);
+  if (n == 0) return 0;
+  const uint64_t *missing = found + 2;
+  if (c->jit) {
+    found[0] = (uint64_t)PERF_CONTEXT_USER;
+    found[1] = 0;
+    int k = kf_jitframes_resolve(c->jit, time, found, (uint32_t)(n + 2), NULL, named);
+    if (k < 2) return k < 0 ? -ENOMEM : 0;
+    missing = named + 2;
+    n = (size_t)k - 2;
+  }
+  if (kf_grow((void **)&c->spliced, &c->spliced_cap, *nr + n, sizeof(uint64_t), 256))
+    return -ENOMEM;
+  uint64_t *out = c->spliced;
+  memcpy(out, *ips, (u + 2) * sizeof(uint64_t));
+  memcpy(out + u + 2, missing, n * sizeof(uint64_t));
+  memcpy(out + u + 2 + n, *ips + u + 2, (*nr - u - 2) * sizeof(uint64_t));
+  *ips = out;
+  *nr += (uint32_t)n;
+  return 0;
+}
+
 static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
   kf_ring_sample_t rs;
   if (kf_ring_parse_sample(h, c->layout, &rs) != 0) {
@@ -210,6 +254,11 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
     mark_unnamed_jit(c, c->scratch, (uint32_t)n);
     ips = c->scratch;
     nr = (uint32_t)n;
+  }
+  if (c->dwarf && with_stack &&
+      put_back_dwarf_frames(c, with_stack, time, rs.ips, rs.nr, &ips, &nr) != 0) {
+    c->stats.no_memory++;
+    return;
   }
   if (kf_stacks_add_n(c->stacks, tid, time, ips, (uint32_t)nr, rs.periods)) {
     c->stats.no_memory++;
@@ -366,6 +415,8 @@ int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
     return -ENOMEM;
   }
   if (c->jit) kf_jitframes_inlining(c->jit, opts->funcpos);
+  /* Without it, frames stay as the frame-pointer walk found them. */
+  if (opts->dwarf) c->dwarf = kf_dwarf_new();
   if (c->jit && kf_maps_load(&c->maps) == 0) {
     /* V8's copy of its builtins, mapped before any isolate ran JS */
     kf_code_alias_t aliases[8];
@@ -392,6 +443,7 @@ fail:
   if (c->wake_fd >= 0) close(c->wake_fd);
   kf_stacks_free(c->stacks);
   kf_jitframes_free(c->jit);
+  kf_dwarf_free(c->dwarf);
   kf_maps_free(&c->maps);
   free(c);
   return rc;
@@ -413,6 +465,7 @@ void kf_collector_stop(kf_collector_t *c) {
     for (size_t i = 0; i < n; i++) c->stats.corrupt += rings[i].corrupt;
   }
   if (c->jit) c->stats.jit = *kf_jitframes_stats(c->jit);
+  if (c->dwarf) c->stats.dwarf = *kf_dwarf_stats(c->dwarf);
 }
 
 const kf_stacks_t *kf_collector_stacks(const kf_collector_t *c) {
@@ -438,8 +491,10 @@ void kf_collector_free(kf_collector_t *c) {
   close(c->wake_fd);
   kf_stacks_free(c->stacks);
   kf_jitframes_free(c->jit);
+  kf_dwarf_free(c->dwarf);
   kf_maps_free(&c->maps);
   free(c->scratch);
+  free(c->spliced);
   free(c->threads);
   free(c);
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "codemap.h"
+#include "dwarfunwind.h"
 #include "jitframes.h"
 #include "sampler.h"
 #include "stacks.h"
@@ -30,6 +31,8 @@ typedef struct kf_collector_opts {
   const kf_v8layout_t *v8layout; /* to read V8 frames off stack copies */
   kf_funcpos_t *funcpos;  /* to name inlined functions, or NULL */
   kf_timer_t *timer;      /* samples from the timer sampler, not perf */
+  int dwarf;              /* put back frames a frame-pointer walk skipped
+                             under a leaf without one (dwarfunwind.h) */
 } kf_collector_opts_t;
 
 typedef struct kf_collector_stats {
@@ -47,6 +50,7 @@ typedef struct kf_collector_stats {
   int perf_map_errno;   /* of the last failed write */
   kf_timer_stats_t timer; /* timer sampler's (lost and corrupt included
                              above too) */
+  kf_dwarf_stats_t dwarf;
 } kf_collector_stats_t;
 
 typedef struct kf_collector kf_collector_t;

@@ -165,7 +165,8 @@ int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
                                .perf_map = p->perf_map,
                                .v8layout = opts->v8layout,
                                .funcpos = opts->funcpos,
-                               .timer = p->timer};
+                               .timer = p->timer,
+                               .dwarf = opts->dwarf};
   rc = kf_collector_start(p->sampler, &copts, &p->collector);
   if (rc != 0) {
     *sys_errno = -rc < KF_ERR_BASE ? -rc : errno;
@@ -295,6 +296,7 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
   st->perf_refused = p->perf_refused;
   st->perf_refused_errno = p->perf_refused_errno;
   st->timer = cs->timer;
+  st->dwarf = cs->dwarf;
   st->event = p->opts.sampler.event;
   st->kernel = info->kernel;
   st->kernel_refused = info->kernel_refused;

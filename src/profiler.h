@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "codemap.h"
+#include "dwarfunwind.h"
 #include "sampler.h"
 #include "timersampler.h"
 #include "v8frames.h"
@@ -28,6 +29,8 @@ typedef struct kf_profile_opts {
   const kf_v8layout_t *v8layout;
   kf_funcpos_t *funcpos; /* small functions' source offsets, for inlining */
   int keep_tiers;        /* "~foo" and "*foo" stay apart */
+  int dwarf;             /* frames skipped by frame-pointer walks put back
+                            from DWARF call-frame information */
   const char *perf_map;  /* perf map path kept fresh while profiling and
                             written at stop, or NULL */
 } kf_profile_opts_t;
@@ -58,6 +61,7 @@ typedef struct kf_profile_stats {
   /* Distinct native addresses named from separate debug files or
    * MiniDebugInfo, and folded into "[object]" (symbolizer.h). */
   uint64_t native_from_debug, native_folded;
+  kf_dwarf_stats_t dwarf; /* frames put back (dwarfunwind.h) */
   uint64_t stack_copies_short;   /* frame chain went past the copy */
   uint32_t stack_bytes;          /* asked of the kernel per sample */
   uint64_t stack_copies, stack_copy_bytes; /* received */

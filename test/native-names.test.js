@@ -30,6 +30,26 @@ t.test('memmove named from libc6-dbg; thread roots over start_thread', async (t)
   t.ok(stats.details.nativeFromDebug > 0, `nativeFromDebug ${stats.details.nativeFromDebug}`)
 })
 
+// memmove keeps no frame pointer: the frame-pointer walk goes from it to
+// the JS function above its caller (the builtin or C++ that called it).
+// DWARF call-frame information puts the caller back.
+t.test('the caller of memmove put back from DWARF call-frame information', async (t) => {
+  const parentIsJs = (stacks) => {
+    const memmove = stacks.filter((s) => s.frames[0] === 'main' && /^__memmove_/.test(leafOf(s)))
+    const js = total(memmove, (s) => / \S+:\d+:\d+_\[j\]$/.test(s.frames[s.frames.length - 2]))
+    return { js, all: total(memmove) }
+  }
+  const on = runFixture('memmove.js')
+  const off = runFixture('memmove.js', [], [], { KFLAME_TEST_DWARF: '0' })
+  const a = parentIsJs(on.stacks)
+  const b = parentIsJs(off.stacks)
+  t.ok(a.all > 100 && a.js < a.all * 0.05, `with DWARF: memmove's parent is a JS function in ${a.js} of ${a.all} samples`)
+  t.ok(b.js > b.all * 0.5, `without: in ${b.js} of ${b.all} (the caller skipped)`)
+  const d = on.stats.details
+  t.ok(d.dwarfRecovered > a.all * 0.9, `dwarfRecovered ${d.dwarfRecovered} of ${d.dwarfTried} tried, ${d.dwarfBroke} broke`)
+  t.equal(off.stats.details.dwarfTried, 0)
+})
+
 t.test('without the debug file: [libc.so.6], one frame for all its unnamed code', async (t) => {
   const { stacks, stats } = runFixture('memmove.js', [], [], { KFLAME_DEBUG_DIRS: '' })
   const main = stacks.filter((s) => s.frames[0] === 'main')

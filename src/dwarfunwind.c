@@ -1,0 +1,307 @@
+#define _GNU_SOURCE
+#include "dwarfunwind.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <libunwind.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "grow.h"
+
+/* libunwind's search of an .eh_frame_hdr table (exported, not declared in
+ * its public headers; perf declares it the same way). */
+extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip,
+                                              unw_dyn_info_t *di,
+                                              unw_proc_info_t *pi,
+                                              int need_unwind_info, void *arg);
+
+#define RELOAD_NS 100000000ULL
+#define MAX_SEGMENTS 8
+
+/* .eh_frame_hdr encodings (DW_EH_PE_*) kflame reads: the table is always
+ * datarel|sdata4 in what the GNU and LLVM linkers write. */
+#define EH_PE_udata4 0x03
+#define EH_PE_sdata4 0x0b
+#define EH_PE_udata8 0x04
+#define EH_PE_sdata8 0x0c
+#define EH_PE_datarel_sdata4 0x3b
+
+typedef struct object {
+  uint64_t text_lo, text_hi;   /* executable segments, [lo, hi) */
+  uint64_t seg_lo[MAX_SEGMENTS], seg_hi[MAX_SEGMENTS]; /* readable: loaded */
+  size_t nsegs;
+  uint64_t eh_hdr;             /* .eh_frame_hdr, 0: none usable */
+  uint64_t table;              /* its binary-search table */
+  uint64_t fde_count;
+  int main_program;            /* keeps frame pointers (node's builds) */
+} object_t;
+
+struct kf_dwarf {
+  unw_addr_space_t as;
+  object_t *objects;
+  size_t nobjects, cap;
+  uint64_t loaded_at;
+  kf_dwarf_stats_t stats;
+};
+
+/* What the accessors see of one unwind. */
+typedef struct unwind_ctx {
+  kf_dwarf_t *d;
+  const kf_userstack_t *stack;
+} unwind_ctx_t;
+
+/* ---- objects ---------------------------------------------------------- */
+
+static int in_segments(const object_t *o, uint64_t addr, size_t len) {
+  for (size_t i = 0; i < o->nsegs; i++)
+    if (addr >= o->seg_lo[i] && addr <= o->seg_hi[i] && len <= o->seg_hi[i] - addr)
+      return 1;
+  return 0;
+}
+
+/* The table of an .eh_frame_hdr at `hdr` (inside the object's segments). */
+static void read_eh_hdr(object_t *o, uint64_t hdr) {
+  if (!in_segments(o, hdr, 4)) return;
+  const unsigned char *p = (const unsigned char *)(uintptr_t)hdr;
+  if (p[0] != 1 || p[3] != EH_PE_datarel_sdata4) return;
+  size_t ptr_size = (p[1] & 0x0f) == EH_PE_udata4 || (p[1] & 0x0f) == EH_PE_sdata4 ? 4
+                    : (p[1] & 0x0f) == EH_PE_udata8 || (p[1] & 0x0f) == EH_PE_sdata8 ? 8
+                                                                                        : 0;
+  if (!ptr_size || (p[2] != EH_PE_udata4 && p[2] != EH_PE_sdata4)) return;
+  uint64_t count_at = hdr + 4 + ptr_size;
+  if (!in_segments(o, count_at, 4)) return;
+  uint32_t count;
+  memcpy(&count, (const void *)(uintptr_t)count_at, 4);
+  uint64_t table = count_at + 4;
+  if (count == 0 || !in_segments(o, table, (size_t)count * 8)) return;
+  o->eh_hdr = hdr;
+  o->table = table;
+  o->fde_count = count;
+}
+
+static int add_object(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  kf_dwarf_t *d = arg;
+  if (kf_grow((void **)&d->objects, &d->cap, d->nobjects + 1, sizeof(object_t), 32))
+    return 1;
+  object_t o = {.text_lo = UINT64_MAX, .main_program = info->dlpi_name[0] == '\0'};
+  uint64_t eh = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uint64_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+    if (ph->p_type == PT_GNU_EH_FRAME) eh = lo;
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R)) continue;
+    if (o.nsegs < MAX_SEGMENTS) {
+      o.seg_lo[o.nsegs] = lo;
+      /* Only what the file backs: the rest of p_memsz (.bss) may be
+       * unmapped past the last page the kernel filled. */
+      o.seg_hi[o.nsegs++] = lo + ph->p_filesz;
+    }
+    if (ph->p_flags & PF_X) {
+      if (lo < o.text_lo) o.text_lo = lo;
+      if (hi > o.text_hi) o.text_hi = hi;
+    }
+  }
+  if (o.text_lo >= o.text_hi) return 0;
+  if (eh) read_eh_hdr(&o, eh);
+  d->objects[d->nobjects++] = o;
+  return 0;
+}
+
+static void load_objects(kf_dwarf_t *d) {
+  d->nobjects = 0;
+  dl_iterate_phdr(add_object, d);
+  d->loaded_at = kf_now_ns();
+  unw_flush_cache(d->as, 0, 0);
+}
+
+static const object_t *object_at(kf_dwarf_t *d, uint64_t ip) {
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t i = 0; i < d->nobjects; i++)
+      if (ip >= d->objects[i].text_lo && ip < d->objects[i].text_hi) return &d->objects[i];
+    /* A library loaded since: look again, but not for every stray address. */
+    if (pass || kf_now_ns() - d->loaded_at < RELOAD_NS) break;
+    load_objects(d);
+  }
+  return NULL;
+}
+
+/* ---- libunwind's accessors -------------------------------------------- */
+
+static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
+                          int need_unwind_info, void *arg) {
+  unwind_ctx_t *ctx = arg;
+  const object_t *o = object_at(ctx->d, ip);
+  if (!o || !o->eh_hdr) return -UNW_ENOINFO;
+  unw_dyn_info_t di;
+  memset(&di, 0, sizeof di);
+  di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+  di.start_ip = o->text_lo;
+  di.end_ip = o->text_hi;
+  di.u.rti.segbase = o->eh_hdr;
+  di.u.rti.table_data = o->table;
+  di.u.rti.table_len = o->fde_count * 8 / sizeof(unw_word_t);
+  return UNW_OBJ(dwarf_search_unwind_table)(as, ip, &di, pi, need_unwind_info, arg);
+}
+
+/* libunwind frees what dwarf_search_unwind_table gave (UNW_INFO_FORMAT_TABLE
+ * proc info, from its own pool); this is only asked for dynamic info. */
+static void put_unwind_info(unw_addr_space_t as, unw_proc_info_t *pi, void *arg) {
+  (void)as, (void)pi, (void)arg;
+}
+
+static int get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *addr, void *arg) {
+  (void)as, (void)addr, (void)arg;
+  return -UNW_ENOINFO;
+}
+
+/* The stack copy, else the loaded segments of a known object; nothing else. */
+static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val,
+                      int write, void *arg) {
+  (void)as;
+  unwind_ctx_t *ctx = arg;
+  if (write) return -UNW_EINVAL;
+  uint64_t word;
+  if (kf_userstack_word(ctx->stack, addr, &word) == 0) {
+    *val = word;
+    return 0;
+  }
+  kf_dwarf_t *d = ctx->d;
+  for (size_t i = 0; i < d->nobjects; i++) {
+    if (in_segments(&d->objects[i], addr, 8)) {
+      memcpy(&word, (const void *)(uintptr_t)addr, 8);
+      *val = word;
+      return 0;
+    }
+  }
+  return -UNW_EINVAL;
+}
+
+/* What a sample carries: ip, sp and bp. Unwinding needs no other register
+ * for code that follows the x86-64 ABI's CFA rules. */
+static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val,
+                      int write, void *arg) {
+  (void)as;
+  const kf_userstack_t *s = ((unwind_ctx_t *)arg)->stack;
+  if (write) return -UNW_EINVAL;
+  switch (reg) {
+    case UNW_X86_64_RIP: *val = s->ip; return 0;
+    case UNW_X86_64_RSP: *val = s->sp; return 0;
+    case UNW_X86_64_RBP: *val = s->bp; return 0;
+    default: return -UNW_EBADREG;
+  }
+}
+
+static int access_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *val,
+                        int write, void *arg) {
+  (void)as, (void)reg, (void)val, (void)write, (void)arg;
+  return -UNW_EBADREG;
+}
+
+static int resume(unw_addr_space_t as, unw_cursor_t *c, void *arg) {
+  (void)as, (void)c, (void)arg;
+  return -UNW_EINVAL;
+}
+
+static int get_proc_name(unw_addr_space_t as, unw_word_t addr, char *buf,
+                         size_t len, unw_word_t *off, void *arg) {
+  (void)as, (void)addr, (void)buf, (void)len, (void)off, (void)arg;
+  return -UNW_EINVAL;
+}
+
+static unw_accessors_t accessors = {
+    .find_proc_info = find_proc_info,
+    .put_unwind_info = put_unwind_info,
+    .get_dyn_info_list_addr = get_dyn_info_list_addr,
+    .access_mem = access_mem,
+    .access_reg = access_reg,
+    .access_fpreg = access_fpreg,
+    .resume = resume,
+    .get_proc_name = get_proc_name,
+};
+
+/* ---- the interface -------------------------------------------------------- */
+
+kf_dwarf_t *kf_dwarf_new(void) {
+  kf_dwarf_t *d = calloc(1, sizeof(*d));
+  if (!d) return NULL;
+  d->as = unw_create_addr_space(&accessors, 0);
+  if (!d->as) {
+    free(d);
+    return NULL;
+  }
+  unw_set_caching_policy(d->as, UNW_CACHE_GLOBAL);
+  load_objects(d);
+  return d;
+}
+
+void kf_dwarf_free(kf_dwarf_t *d) {
+  if (!d) return;
+  unw_destroy_addr_space(d->as);
+  free(d->objects);
+  free(d);
+}
+
+const kf_dwarf_stats_t *kf_dwarf_stats(const kf_dwarf_t *d) { return &d->stats; }
+
+size_t kf_dwarf_missing(kf_dwarf_t *d, const kf_userstack_t *stack,
+                        const uint64_t *user, size_t nuser, uint64_t *out,
+                        size_t cap) {
+  if (nuser < 2 || !stack->len || user[0] != stack->ip) return 0;
+  const object_t *leaf = object_at(d, stack->ip);
+  if (!leaf || leaf->main_program) return 0;
+  d->stats.tried++;
+
+  /* frames[n]: ip of frame n; same_bp[n]: rbp in frame n is still the
+   * sample's (every frame below it left rbp alone). */
+  uint64_t frames[KF_DWARF_MAX_FRAMES];
+  int same_bp[KF_DWARF_MAX_FRAMES];
+  unwind_ctx_t ctx = {.d = d, .stack = stack};
+  unw_cursor_t cursor;
+  size_t n = 0;
+  int stopped = 0;
+  if (unw_init_remote(&cursor, d->as, &ctx) == 0) {
+    frames[n] = stack->ip;
+    same_bp[n++] = 1;
+    while (n < KF_DWARF_MAX_FRAMES) {
+      if (unw_step(&cursor) <= 0) {
+        stopped = 1;
+        break;
+      }
+      unw_word_t ip, bp;
+      if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) {
+        stopped = 1;
+        break;
+      }
+      frames[n] = ip;
+      same_bp[n] = same_bp[n - 1] && unw_get_reg(&cursor, UNW_X86_64_RBP, &bp) == 0 &&
+                   bp == stack->bp;
+      /* Met the chain: the frames in between are the missing ones. */
+      if (ip == user[1]) break;
+      n++;
+    }
+  }
+  size_t missing = 0;
+  if (n > 0 && n < KF_DWARF_MAX_FRAMES && frames[n] == user[1] && !stopped) {
+    missing = n - 1;
+  } else if (stopped && n >= 2 && same_bp[n - 1]) {
+    /* The unwind stopped in a frame it has no tables for (V8's builtins)
+     * that still had the sample's rbp: the chain's next frame, user[1],
+     * is read from that rbp, so it is this frame's caller. */
+    missing = n - 1;
+  } else {
+    d->stats.broke++;
+    return 0;
+  }
+  if (missing > cap) missing = cap;
+  for (size_t i = 0; i < missing; i++) out[i] = frames[i + 1];
+  if (missing) {
+    d->stats.recovered++;
+    d->stats.frames += missing;
+  }
+  return missing;
+}

@@ -1,0 +1,59 @@
+/*
+ * dwarfunwind: recovers the frames a frame-pointer walk skips, from the
+ * DWARF call-frame information (.eh_frame) of the objects loaded in this
+ * process, with libunwind's remote interface over a sample's registers and
+ * stack copy (userstack.h).
+ *
+ * glibc and most system libraries are built without frame pointers. When a
+ * sample's leaf is in one of them, the frame-pointer callchain (the kernel's,
+ * or the timer sampler's) goes from the leaf to the caller of the first
+ * function that kept a frame pointer: memmove's caller under Buffer.copy is
+ * missing. kf_dwarf_missing() unwinds from the sample's registers through
+ * the copy until it meets the chain again and returns the frames in between.
+ *
+ * Unwind tables are the objects' .eh_frame_hdr, found in memory with
+ * dl_iterate_phdr and cached per object (again when an address falls in no
+ * object known, at most every 100 ms). Memory outside the stack copy is
+ * read only inside those objects' loaded segments; nothing else is touched.
+ * Node never unloads an object, so what was loaded stays readable.
+ * Called on the collector thread only.
+ */
+#ifndef KF_DWARFUNWIND_H
+#define KF_DWARFUNWIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "userstack.h"
+
+/* Frames unwound from the leaf at most, to meet the frame-pointer chain. */
+#define KF_DWARF_MAX_FRAMES 16
+
+typedef struct kf_dwarf_stats {
+  uint64_t tried;     /* samples whose leaf was in an object without frame
+                         pointers (anything but the main program) */
+  uint64_t recovered; /* samples that got frames back */
+  uint64_t frames;    /* frames put back */
+  uint64_t broke;     /* tried, but the unwind never met the chain (no
+                         unwind info, a copy too short, a chain that
+                         disagrees): left as it was */
+} kf_dwarf_stats_t;
+
+typedef struct kf_dwarf kf_dwarf_t;
+
+/* NULL when out of memory or libunwind cannot make an address space. */
+kf_dwarf_t *kf_dwarf_new(void);
+void kf_dwarf_free(kf_dwarf_t *d);
+
+/* `user` is the user part of a sample's callchain (user[0] the
+ * interrupted ip, then return addresses), `stack` the sample's registers
+ * and copy. Writes the frames missing between user[0] and user[1] to out
+ * (at most cap) and returns how many; 0 when none are missing, the leaf's
+ * object keeps frame pointers, or they could not be recovered. */
+size_t kf_dwarf_missing(kf_dwarf_t *d, const kf_userstack_t *stack,
+                        const uint64_t *user, size_t nuser, uint64_t *out,
+                        size_t cap);
+
+const kf_dwarf_stats_t *kf_dwarf_stats(const kf_dwarf_t *d);
+
+#endif
