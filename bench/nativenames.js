@@ -27,12 +27,21 @@
 // "named" is the share of native leaves that are a symbol,
 // not "[object]" or "[unknown]". perf names glibc from libc6-dbg's debug
 // file as kflame does; the table says whether that file is there.
+//
+// Cost of DWARF unwinding (start({ dwarf })): in one process (bench/
+// windows.js), ~150 ms windows of the memmove workload, where nearly every
+// sample's leaf is in glibc and gets unwound, alternate in a seeded random
+// order: unprofiled, and kflame at 99 and 999 Hz with dwarf on and off.
+// Extra main-thread CPU per unit of work against the round's unprofiled
+// window (median of per-round ratios, bootstrap 95% interval), and the
+// collector thread's CPU per sample.
 
 const { execFileSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { machineNotes, machineLine, writeResults, option, perfCheck, perfRecordArgv, perfScript, foldPerfScript, foldedToMap } = require('./common')
+const { machineNotes, machineLine, writeResults, option, perfCheck, perfRecordArgv, perfScript, foldPerfScript, foldedToMap, mulberry32, median } = require('./common')
+const { mainCpuNs, schedNs, findThread, shuffle, summarize, extraPerUnit, runChild } = require('./windows')
 
 const MARK = 'KFLAME_BENCH_RESULT '
 const WORKLOADS = ['memmove', 'sha256', 'deflate', 'qsort']
@@ -79,6 +88,54 @@ function child (workload, tool, seconds) {
   const t1 = process.hrtime.bigint()
   const folded = kflame ? kflame.stop().folded : null
   process.stdout.write(MARK + JSON.stringify({ pid: process.pid, windowNs: [Number(t0), Number(t1)], folded }) + '\n')
+}
+
+const COST_KINDS = ['none', 'dwarf-99', 'nodwarf-99', 'dwarf-999', 'nodwarf-999']
+
+function costChild ({ rounds, windowMs, seed }) {
+  const kflame = require('..')
+  const work = makeWork('memmove')
+  const window = (kind) => {
+    const [dw, rate] = kind === 'none' ? [null, 0] : kind.split('-')
+    let collector = null
+    if (dw) {
+      kflame.start({ hz: Number(rate), dwarf: dw === 'dwarf' })
+      const tid = findThread('kflame-collect')
+      collector = tid && `/proc/self/task/${tid}/schedstat`
+    }
+    const c0 = mainCpuNs()
+    const end = process.hrtime.bigint() + BigInt(windowMs * 1e6)
+    let units = 0
+    do { work(); units++ } while (process.hrtime.bigint() < end)
+    const r = { kind, units, cpuMs: (mainCpuNs() - c0) / 1e6 }
+    if (dw) {
+      r.collectorMs = collector ? schedNs(collector) / 1e6 : null
+      const p = kflame.stop()
+      r.samples = p.stats.samples
+      r.dwarfTried = p.stats.details.dwarfTried
+      r.dwarfRecovered = p.stats.details.dwarfRecovered
+    }
+    return r
+  }
+  for (const kind of COST_KINDS) window(kind)
+  const rand = mulberry32(seed)
+  const runs = []
+  for (let round = 0; round < rounds; round++) for (const kind of shuffle(COST_KINDS, rand)) runs.push({ round, ...window(kind) })
+  return { runs }
+}
+
+function costRows (runs, seed) {
+  const sum = (xs) => xs.reduce((a, b) => a + b, 0)
+  return COST_KINDS.filter((k) => k !== 'none').map((kind, i) => {
+    const mine = runs.filter((r) => r.kind === kind && r.collectorMs !== null)
+    return {
+      kind,
+      extraCpu: summarize(extraPerUnit(runs, kind, 'none', (r) => r.cpuMs), seed + i),
+      samplesPerWindow: median(mine.map((r) => r.samples)),
+      collectorUsPerSample: sum(mine.map((r) => r.collectorMs)) * 1000 / Math.max(1, sum(mine.map((r) => r.samples))),
+      recoveredShare: sum(mine.map((r) => r.dwarfRecovered)) / Math.max(1, sum(mine.map((r) => r.samples)))
+    }
+  })
 }
 
 // --- the parent ----------------------------------------------------------------------
@@ -158,7 +215,7 @@ function shares (leaves) {
   return new Map([...leaves].map(([k, v]) => [k, total ? v / total : 0]))
 }
 
-function summarize (workload, runs) {
+function summarizeNames (workload, runs) {
   const pool = (tool) => {
     const m = new Map()
     let none = 0
@@ -200,6 +257,18 @@ function formatTables (r) {
     out.push(`| ${x.workload} | ${x.samples.kflame} / ${x.samples.perf} | ${pct(x.agreement)} | ${pct(x.named.kflame)} | ${pct(x.named.perf)} | ` +
       `${tops(x.top.kflame)} | ${tops(x.top.perf)} |`)
   }
+  if (r.cost) {
+    const ci = (s) => s ? `${pct(s.median)} [${pct(s.ci95[0])}, ${pct(s.ci95[1])}]` : '-'
+    out.push('')
+    out.push(`What DWARF unwinding costs: the memmove workload, ${r.costRounds} rounds of ${COST_KINDS.length} alternating ~150 ms windows in one process`)
+    out.push('')
+    out.push('| kind | extra main-thread CPU [95% interval] | samples/window | samples given frames back | collector µs/sample |')
+    out.push('| --- | --- | --- | --- | --- |')
+    for (const x of r.cost) {
+      const [dw, hz] = x.kind.split('-')
+      out.push(`| ${hz} Hz, dwarf ${dw === 'dwarf' ? 'on' : 'off'} | ${ci(x.extraCpu)} | ${x.samplesPerWindow} | ${pct(x.recoveredShare)} | ${x.collectorUsPerSample.toFixed(1)} |`)
+    }
+  }
   return out
 }
 
@@ -215,6 +284,10 @@ function libcDebugInstalled () {
 
 function main () {
   const args = process.argv.slice(2)
+  if (args[0] === '--child' && args[1].startsWith('{')) {
+    process.stdout.write(MARK + JSON.stringify(costChild(JSON.parse(args[1]))) + '\n')
+    return
+  }
   if (args[0] === '--child') return child(args[1], args[2], Number(args[3]))
   const machine = machineNotes()
   const quick = args.includes('--quick')
@@ -236,13 +309,19 @@ function main () {
       }
     }
   }
+  const costRounds = Number(option(args, '--cost-rounds')) || (quick ? 4 : 30)
+  console.error(`cost: ${costRounds} rounds × ${COST_KINDS.length} windows ...`)
+  const seed = 1
+  const cost = runChild(__filename, [], { rounds: costRounds, windowMs: 150, seed })
   const result = {
     quick,
     rounds,
     seconds,
+    costRounds,
+    cost: costRows(cost.runs, seed),
     libcDebug: libcDebugInstalled(),
     tools: { perf: perf.version },
-    rows: WORKLOADS.map((w) => summarize(w, runs.filter((x) => x.workload === w)))
+    rows: WORKLOADS.map((w) => summarizeNames(w, runs.filter((x) => x.workload === w)))
   }
   console.log(`nativenames: ${machineLine(machine)}; ${perf.version}`)
   console.log(formatTables(result).join('\n'))
