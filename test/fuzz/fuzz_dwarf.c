@@ -1,0 +1,61 @@
+/* libFuzzer target: DWARF unwinding over a sample's stack copy
+ * (dwarfunwind.c through libunwind's remote interface), as the collector
+ * runs it, with the call-frame information of the C library really loaded
+ * in this process.
+ *
+ * Input: 2 bytes choosing the interrupted ip (one of a few glibc functions,
+ * plus an offset), 8 bytes of bp, 1 byte n (at most 32), n 8-byte return
+ * addresses of the walked chain, then the stack copy (from sp =
+ * 0x7ffd0000). Invariants: nothing read outside the copy or the loaded
+ * objects (ASan; the accessors refuse the rest), at most the frames asked
+ * for, and every frame put back is a word of the copy or an address in the
+ * C library's text. */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/dwarfunwind.h"
+#include "../../src/userstack.h"
+
+#define FUZZ_TARGET "fuzz_dwarf"
+#include "fuzz.h"
+
+#define SP 0x7ffd0000ULL
+
+static kf_dwarf_t *dwarf;
+
+static uint64_t le64(const uint8_t *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (!dwarf && !(dwarf = kf_dwarf_new())) abort();
+  if (size < 11) return 0;
+  void *(*const funcs[])(void *, const void *, size_t) = {memmove, memcpy};
+  uint64_t ip = (uint64_t)(uintptr_t)funcs[data[0] & 1] + data[1];
+  uint64_t bp = le64(data + 2);
+  size_t n = data[10] % 33;
+  if (size < 11 + n * 8) return 0;
+  uint64_t user[34];
+  user[0] = ip;
+  for (size_t i = 0; i < n; i++) user[i + 1] = le64(data + 11 + i * 8);
+  size_t len = size - 11 - n * 8;
+  unsigned char *copy = malloc(len ? len : 1);
+  if (!copy) abort();
+  memcpy(copy, data + 11 + n * 8, len);
+  kf_userstack_t stack = {.ip = ip, .sp = SP, .bp = bp, .bytes = copy, .len = len};
+  uint64_t out[KF_DWARF_MAX_FRAMES];
+  size_t cap = 1 + data[0] % KF_DWARF_MAX_FRAMES;
+  size_t got = kf_dwarf_missing(dwarf, &stack, user, n + 1, out, cap);
+  if (got > cap) FAIL("%zu frames for room for %zu", got, cap);
+  for (size_t i = 0; i < got; i++) {
+    int in_copy = 0;
+    for (size_t off = 0; off + 8 <= len && !in_copy; off += 8) in_copy = le64(copy + off) == out[i];
+    if (!in_copy) FAIL("frame %zu (%llx) is not a word of the copy", i, (unsigned long long)out[i]);
+  }
+  free(copy);
+  return 0;
+}
