@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dwarfunwind.h"
 #include "error.h"
 #include "jithook.h"
 #include "labels.h"
@@ -785,6 +786,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0],
                              props) != napi_ok)
     return NULL;
+  kf_dwarf_init_library();
   /* labels.js reads whether labels record straight from this word, so a
    * label costs no native call while no profile runs. Where external
    * buffers are not allowed (V8's sandbox), it calls labelOpen instead. */

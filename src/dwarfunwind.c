@@ -226,6 +226,17 @@ static unw_accessors_t accessors = {
 
 /* ---- the interface -------------------------------------------------------- */
 
+void kf_dwarf_init_library(void) {
+  kf_dwarf_t none = {0};
+  kf_userstack_t empty = {0};
+  unwind_ctx_t ctx = {.d = &none, .stack = &empty};
+  unw_addr_space_t as = unw_create_addr_space(&accessors, 0);
+  if (!as) return;
+  unw_cursor_t cursor;
+  unw_init_remote(&cursor, as, &ctx); /* runs libunwind's one-time set-up */
+  unw_destroy_addr_space(as);
+}
+
 kf_dwarf_t *kf_dwarf_new(void) {
   kf_dwarf_t *d = calloc(1, sizeof(*d));
   if (!d) return NULL;

@@ -41,6 +41,12 @@ typedef struct kf_dwarf_stats {
 
 typedef struct kf_dwarf kf_dwarf_t;
 
+/* libunwind sets itself up once per process on first use, and keeps a pipe
+ * (close-on-exec) for that process's life to check memory it unwinds
+ * locally. The binding calls this when kflame loads, so that no profile's
+ * start() is where a descriptor appears. Any thread, before the others. */
+void kf_dwarf_init_library(void);
+
 /* NULL when out of memory or libunwind cannot make an address space. */
 kf_dwarf_t *kf_dwarf_new(void);
 void kf_dwarf_free(kf_dwarf_t *d);

@@ -13,7 +13,10 @@
  * of the perf sampler's layout (sampler.h) plus a count of periods, into
  * that thread's ring: a single-producer single-consumer buffer with perf's
  * head/tail protocol, which the collector drains with ring.c like a perf
- * ring. Everything after the rings is shared with the perf sampler.
+ * ring. Everything after the rings is shared with the perf sampler, the
+ * DWARF unwinding of frames without frame pointers too (dwarfunwind.h: on
+ * the collector, over the copy; never in the handler, where libunwind is
+ * not async-signal-safe).
  *
  * The handler saves errno, takes no lock, allocates nothing and calls only
  * clock_gettime, gettid and write (to wake the collector when a ring is half
