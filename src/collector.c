@@ -167,38 +167,83 @@ static uint32_t user_marker(const uint64_t *ips, uint32_t nr) {
   return nr;
 }
 
-/* Frames the frame-pointer walk skipped under a leaf in a library without
- * frame pointers (dwarfunwind.h), put back after the leaf of *ips (the
- * chain as it will be stored; `raw` is the one the kernel or the timer
- * sampler walked, with the same leaf). The frames put back are named like
- * the rest: V8's builtins among them become tokens. Returns 0, or -ENOMEM. */
-static int put_back_dwarf_frames(kf_collector_t *c, const kf_userstack_t *stack,
-                                 uint64_t time, const uint64_t *raw, uint32_t raw_nr,
-                                 const uint64_t **ips, uint32_t *nr) {
+/* The frames a DWARF unwind found (dwarfunwind.h), named like the rest:
+ * V8's builtins among them become tokens. Writes to out (room for 2 * (n +
+ * 2) + 1) and returns how many, or -ENOMEM. */
+static int name_found_frames(kf_collector_t *c, uint64_t time, int runs_js,
+                             const uint64_t *frames, size_t n, uint64_t *out) {
+  if (!c->jit || !runs_js || n == 0) {
+    memcpy(out, frames, n * sizeof(uint64_t));
+    return (int)n;
+  }
+  /* [USER marker, no leaf, the return addresses] for resolve */
+  uint64_t chain[2 + KF_DWARF_MAX_FRAMES], named[2 * (2 + KF_DWARF_MAX_FRAMES) + 1];
+  chain[0] = (uint64_t)PERF_CONTEXT_USER;
+  chain[1] = 0;
+  memcpy(chain + 2, frames, n * sizeof(uint64_t));
+  int k = kf_jitframes_resolve(c->jit, time, chain, (uint32_t)(n + 2), NULL, named);
+  if (k < 2) return k < 0 ? -ENOMEM : 0;
+  memcpy(out, named + 2, ((size_t)k - 2) * sizeof(uint64_t));
+  return k - 2;
+}
+
+/* Frames put back after the leaf of *ips (the chain as it will be stored;
+ * `raw` is the one the kernel or the timer sampler walked, with the same
+ * leaf). Returns 0, or -ENOMEM. */
+static int put_back_frames(kf_collector_t *c, const kf_dwarf_fix_t *fix,
+                           uint64_t time, int runs_js, const uint64_t *raw,
+                           uint32_t raw_nr, const uint64_t **ips, uint32_t *nr) {
   uint32_t ru = user_marker(raw, raw_nr), u = user_marker(*ips, *nr);
   if (ru + 2 > raw_nr || u + 2 > *nr || (*ips)[u + 1] != raw[ru + 1]) return 0;
-  /* [USER marker, no leaf, the return addresses found] for resolve */
-  uint64_t found[2 + KF_DWARF_MAX_FRAMES], named[2 * (2 + KF_DWARF_MAX_FRAMES) + 1];
-  size_t n = kf_dwarf_missing(c->dwarf, stack, raw + ru + 1, raw_nr - ru - 1,
-                              found + 2, KF_DWARF_MAX_FRAMES);
-  if (n == 0) return 0;
-  const uint64_t *missing = found + 2;
-  if (c->jit) {
-    found[0] = (uint64_t)PERF_CONTEXT_USER;
-    found[1] = 0;
-    int k = kf_jitframes_resolve(c->jit, time, found, (uint32_t)(n + 2), NULL, named);
-    if (k < 2) return k < 0 ? -ENOMEM : 0;
-    missing = named + 2;
-    n = (size_t)k - 2;
-  }
-  if (kf_grow((void **)&c->spliced, &c->spliced_cap, *nr + n, sizeof(uint64_t), 256))
+  uint64_t named[2 * (2 + KF_DWARF_MAX_FRAMES) + 1];
+  int n = name_found_frames(c, time, runs_js, fix->frames, fix->n, named);
+  if (n <= 0) return n;
+  if (kf_grow((void **)&c->spliced, &c->spliced_cap, *nr + (size_t)n, sizeof(uint64_t), 256))
     return -ENOMEM;
   uint64_t *out = c->spliced;
   memcpy(out, *ips, (u + 2) * sizeof(uint64_t));
-  memcpy(out + u + 2, missing, n * sizeof(uint64_t));
+  memcpy(out + u + 2, named, (size_t)n * sizeof(uint64_t));
   memcpy(out + u + 2 + n, *ips + u + 2, (*nr - u - 2) * sizeof(uint64_t));
   *ips = out;
   *nr += (uint32_t)n;
+  return 0;
+}
+
+/* The chain rebuilt where the walked one went wrong past the leaf: the
+ * kernel's part and the leaf as walked, the frames the unwind found, then
+ * the frame-pointer chain from fix->tail, named as a sample of its own
+ * (its interpreter frames too). Returns 0, or -ENOMEM. */
+#define REBUILT_MAX_FRAMES 256
+static int rebuild_from_tail(kf_collector_t *c, const kf_dwarf_fix_t *fix,
+                             uint64_t time, int runs_js, const uint64_t *raw,
+                             uint32_t raw_nr, const uint64_t **ips, uint32_t *nr) {
+  uint32_t ru = user_marker(raw, raw_nr);
+  if (ru + 2 > raw_nr) return 0;
+  uint64_t tail[2 + REBUILT_MAX_FRAMES];
+  tail[0] = (uint64_t)PERF_CONTEXT_USER;
+  tail[1] = fix->tail.ip;
+  size_t nt = 2 + kf_userstack_walk(&fix->tail, tail + 2, REBUILT_MAX_FRAMES);
+  const uint64_t *named_tail = tail;
+  int k = (int)nt;
+  if (c->jit && runs_js) {
+    if (kf_grow((void **)&c->scratch, &c->scratch_cap, 2 * nt + 1, sizeof(uint64_t), 256) ||
+        (k = kf_jitframes_resolve(c->jit, time, tail, (uint32_t)nt, &fix->tail, c->scratch)) < 0)
+      return -ENOMEM;
+    mark_unnamed_jit(c, c->scratch, (uint32_t)k);
+    named_tail = c->scratch;
+  }
+  uint64_t found[2 * (2 + KF_DWARF_MAX_FRAMES) + 1];
+  int nf = name_found_frames(c, time, runs_js, fix->frames, fix->n, found);
+  if (nf < 0) return nf;
+  size_t total = ru + 2 + (size_t)nf + (size_t)k - 1;
+  if (kf_grow((void **)&c->spliced, &c->spliced_cap, total, sizeof(uint64_t), 256))
+    return -ENOMEM;
+  uint64_t *out = c->spliced;
+  memcpy(out, raw, (ru + 2) * sizeof(uint64_t)); /* kernel part, marker, leaf */
+  memcpy(out + ru + 2, found, (size_t)nf * sizeof(uint64_t));
+  memcpy(out + ru + 2 + nf, named_tail + 1, ((size_t)k - 1) * sizeof(uint64_t));
+  *ips = out;
+  *nr = (uint32_t)total;
   return 0;
 }
 
@@ -242,23 +287,35 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
     c->stats.stack_bytes += rs.stack_len;
     c->stats.stack_copies++;
   }
-  if (c->jit && runs_js) {
-    int n;
-    if (kf_grow((void **)&c->scratch, &c->scratch_cap, 2 * (size_t)nr + 1,
-                sizeof(uint64_t), 256) ||
-        (n = kf_jitframes_resolve(c->jit, time, ips, (uint32_t)nr, with_stack,
-                                  c->scratch)) < 0) {
+  /* Frames a frame-pointer walk skipped under a leaf in a library without
+   * frame pointers, from DWARF (dwarfunwind.h). */
+  kf_dwarf_fix_t fix;
+  uint32_t ru = user_marker(rs.ips, rs.nr);
+  int fixed = c->dwarf && with_stack && ru + 1 < rs.nr &&
+              kf_dwarf_fix(c->dwarf, with_stack, rs.ips + ru + 1, rs.nr - ru - 1, &fix);
+  if (fixed && fix.restart) {
+    if (rebuild_from_tail(c, &fix, time, runs_js, rs.ips, rs.nr, &ips, &nr) != 0) {
       c->stats.no_memory++;
       return;
     }
-    mark_unnamed_jit(c, c->scratch, (uint32_t)n);
-    ips = c->scratch;
-    nr = (uint32_t)n;
-  }
-  if (c->dwarf && with_stack &&
-      put_back_dwarf_frames(c, with_stack, time, rs.ips, rs.nr, &ips, &nr) != 0) {
-    c->stats.no_memory++;
-    return;
+  } else {
+    if (c->jit && runs_js) {
+      int n;
+      if (kf_grow((void **)&c->scratch, &c->scratch_cap, 2 * (size_t)nr + 1,
+                  sizeof(uint64_t), 256) ||
+          (n = kf_jitframes_resolve(c->jit, time, ips, (uint32_t)nr, with_stack,
+                                    c->scratch)) < 0) {
+        c->stats.no_memory++;
+        return;
+      }
+      mark_unnamed_jit(c, c->scratch, (uint32_t)n);
+      ips = c->scratch;
+      nr = (uint32_t)n;
+    }
+    if (fixed && put_back_frames(c, &fix, time, runs_js, rs.ips, rs.nr, &ips, &nr) != 0) {
+      c->stats.no_memory++;
+      return;
+    }
   }
   if (kf_stacks_add_n(c->stacks, tid, time, ips, (uint32_t)nr, rs.periods)) {
     c->stats.no_memory++;

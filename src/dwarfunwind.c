@@ -259,60 +259,67 @@ void kf_dwarf_free(kf_dwarf_t *d) {
 
 const kf_dwarf_stats_t *kf_dwarf_stats(const kf_dwarf_t *d) { return &d->stats; }
 
-size_t kf_dwarf_missing(kf_dwarf_t *d, const kf_userstack_t *stack,
-                        const uint64_t *user, size_t nuser, uint64_t *out,
-                        size_t cap) {
-  if (nuser < 2 || !stack->len || user[0] != stack->ip) return 0;
+/* The frame `cursor` stands at as a sample of its own: its registers and
+ * the part of the copy from its sp on. 0, or -1 when its sp or rbp do not
+ * fit the copy. */
+static int frame_as_sample(unw_cursor_t *cursor, const kf_userstack_t *stack,
+                           uint64_t ip, kf_userstack_t *out) {
+  unw_word_t sp, bp;
+  if (unw_get_reg(cursor, UNW_REG_SP, &sp) != 0 ||
+      unw_get_reg(cursor, UNW_X86_64_RBP, &bp) != 0 || sp < stack->sp ||
+      sp - stack->sp >= stack->len || bp < sp || (bp & 7) != 0)
+    return -1;
+  uint64_t skip = sp - stack->sp;
+  *out = (kf_userstack_t){.ip = ip, .sp = sp, .bp = bp,
+                          .bytes = stack->bytes + skip, .len = stack->len - skip};
+  return 0;
+}
+
+int kf_dwarf_fix(kf_dwarf_t *d, const kf_userstack_t *stack,
+                 const uint64_t *user, size_t nuser, kf_dwarf_fix_t *fix) {
+  if (nuser < 1 || !stack->len || user[0] != stack->ip) return 0;
   const object_t *leaf = object_at(d, stack->ip);
   if (!leaf || leaf->main_program) return 0;
   d->stats.tried++;
+  uint64_t next = nuser > 1 ? user[1] : 0; /* the walk's caller of the leaf */
 
-  /* frames[n]: ip of frame n; same_bp[n]: rbp in frame n is still the
-   * sample's (every frame below it left rbp alone). */
-  uint64_t frames[KF_DWARF_MAX_FRAMES];
-  int same_bp[KF_DWARF_MAX_FRAMES];
+  /* Steps up from the leaf. At frame n (n >= 1): met the walked chain
+   * (its ip is user[1]); or in the main program with the sample's rbp
+   * still in place (the walk went through this frame: one more step meets
+   * it, or fails in code without tables, V8's builtins); or in the main
+   * program with another rbp (the walk was misled: restart from here). */
   unwind_ctx_t ctx = {.d = d, .stack = stack};
   unw_cursor_t cursor;
   size_t n = 0;
-  int stopped = 0;
-  if (unw_init_remote(&cursor, d->as, &ctx) == 0) {
-    frames[n] = stack->ip;
-    same_bp[n++] = 1;
-    while (n < KF_DWARF_MAX_FRAMES) {
-      if (unw_step(&cursor) <= 0) {
-        stopped = 1;
-        break;
-      }
-      unw_word_t ip, bp;
-      if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) {
-        stopped = 1;
-        break;
-      }
-      frames[n] = ip;
-      same_bp[n] = same_bp[n - 1] && unw_get_reg(&cursor, UNW_X86_64_RBP, &bp) == 0 &&
-                   bp == stack->bp;
-      /* Met the chain: the frames in between are the missing ones. */
-      if (ip == user[1]) break;
-      n++;
+  int same_bp = 1;
+  memset(fix, 0, sizeof *fix);
+  if (unw_init_remote(&cursor, d->as, &ctx) != 0) goto broke;
+  for (;;) {
+    if (unw_step(&cursor) <= 0) {
+      /* Stopped in a frame without unwind tables. With the sample's rbp
+       * still in place the walk's next frame is this frame's caller. */
+      if (same_bp && n > 0) break;
+      goto broke;
     }
+    unw_word_t ip, bp;
+    if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) goto broke;
+    if (next && ip == next) break; /* met the chain */
+    same_bp = same_bp && unw_get_reg(&cursor, UNW_X86_64_RBP, &bp) == 0 && bp == stack->bp;
+    const object_t *o = object_at(d, ip);
+    if (o && o->main_program && !same_bp) {
+      if (frame_as_sample(&cursor, stack, ip, &fix->tail) != 0) goto broke;
+      fix->restart = 1;
+      break;
+    }
+    if (n == KF_DWARF_MAX_FRAMES) goto broke;
+    fix->frames[n++] = ip;
   }
-  size_t missing = 0;
-  if (n > 0 && n < KF_DWARF_MAX_FRAMES && frames[n] == user[1] && !stopped) {
-    missing = n - 1;
-  } else if (stopped && n >= 2 && same_bp[n - 1]) {
-    /* The unwind stopped in a frame it has no tables for (V8's builtins)
-     * that still had the sample's rbp: the chain's next frame, user[1],
-     * is read from that rbp, so it is this frame's caller. */
-    missing = n - 1;
-  } else {
-    d->stats.broke++;
-    return 0;
-  }
-  if (missing > cap) missing = cap;
-  for (size_t i = 0; i < missing; i++) out[i] = frames[i + 1];
-  if (missing) {
-    d->stats.recovered++;
-    d->stats.frames += missing;
-  }
-  return missing;
+  fix->n = n;
+  if (n == 0 && !fix->restart) return 0; /* nothing was missing */
+  d->stats.recovered++;
+  d->stats.frames += n;
+  return 1;
+broke:
+  d->stats.broke++;
+  return 0;
 }

@@ -51,14 +51,29 @@ void kf_dwarf_init_library(void);
 kf_dwarf_t *kf_dwarf_new(void);
 void kf_dwarf_free(kf_dwarf_t *d);
 
+/* What the unwind found for one sample:
+ *  - restart 0: the walked chain is right past the leaf, only frames are
+ *    missing: frames[0..n) go between user[0] and user[1];
+ *  - restart 1: the walked chain is wrong past the leaf (a library without
+ *    frame pointers used rbp for data): frames[0..n) are the leaf's
+ *    callers up to the first frame of the main program (which keeps frame
+ *    pointers), and `tail` is that frame as a sample of its own: its ip,
+ *    sp and rbp, and the copy from its sp on. The chain goes on from there
+ *    (kf_userstack_walk). */
+typedef struct kf_dwarf_fix {
+  uint64_t frames[KF_DWARF_MAX_FRAMES];
+  size_t n;
+  int restart;
+  kf_userstack_t tail;
+} kf_dwarf_fix_t;
+
 /* `user` is the user part of a sample's callchain (user[0] the
- * interrupted ip, then return addresses), `stack` the sample's registers
- * and copy. Writes the frames missing between user[0] and user[1] to out
- * (at most cap) and returns how many; 0 when none are missing, the leaf's
- * object keeps frame pointers, or they could not be recovered. */
-size_t kf_dwarf_missing(kf_dwarf_t *d, const kf_userstack_t *stack,
-                        const uint64_t *user, size_t nuser, uint64_t *out,
-                        size_t cap);
+ * interrupted ip, then the return addresses the walk found; nuser may be
+ * 1), `stack` the sample's registers and copy. Returns 1 with *fix filled
+ * when frames can be put back, else 0 (none missing, the leaf's object
+ * keeps frame pointers, or nothing could be recovered). */
+int kf_dwarf_fix(kf_dwarf_t *d, const kf_userstack_t *stack,
+                 const uint64_t *user, size_t nuser, kf_dwarf_fix_t *fix);
 
 const kf_dwarf_stats_t *kf_dwarf_stats(const kf_dwarf_t *d);
 

@@ -35,4 +35,10 @@ int kf_userstack_word(const kf_userstack_t *s, uint64_t addr, uint64_t *out);
 size_t kf_userstack_frames(const kf_userstack_t *s, const uint64_t *ips,
                            size_t n, uint64_t *fps);
 
+/* Walks the frame-pointer chain from s->bp inside the copy, as the kernel
+ * would: writes the return address of each frame to rets (at most max) for
+ * as long as each link lies in the copy and moves up the stack. Returns how
+ * many. */
+size_t kf_userstack_walk(const kf_userstack_t *s, uint64_t *rets, size_t max);
+
 #endif
