@@ -70,6 +70,8 @@ struct kf_collector {
   kf_dwarf_t *dwarf;       /* NULL: off */
   uint64_t *spliced;       /* a callchain with frames put back */
   size_t spliced_cap;
+  uint64_t *tailbuf;       /* a rebuilt chain's tail, named */
+  size_t tailbuf_cap;
   kf_maps_t maps;          /* to tell unnamed generated code apart */
   uint64_t maps_loaded_at;
   uint32_t maps_reloads;
@@ -209,41 +211,77 @@ static int put_back_frames(kf_collector_t *c, const kf_dwarf_fix_t *fix,
   return 0;
 }
 
-/* The chain rebuilt where the walked one went wrong past the leaf: the
- * kernel's part and the leaf as walked, the frames the unwind found, then
- * the frame-pointer chain from fix->tail, named as a sample of its own
- * (its interpreter frames too). Returns 0, or -ENOMEM. */
+/* The chain rebuilt where the walked one went wrong: the first prefix_nr
+ * entries of `raw` as walked (the kernel's part, the marker, the frames up
+ * to the one the unwind started from; named with `stack`), the frames the
+ * unwind found, then the frame-pointer chain from fix->tail, named as a
+ * sample of its own (its interpreter frames too). Returns 0, or -ENOMEM. */
 #define REBUILT_MAX_FRAMES 256
 static int rebuild_from_tail(kf_collector_t *c, const kf_dwarf_fix_t *fix,
                              uint64_t time, int runs_js, const uint64_t *raw,
-                             uint32_t raw_nr, const uint64_t **ips, uint32_t *nr) {
-  uint32_t ru = user_marker(raw, raw_nr);
-  if (ru + 2 > raw_nr) return 0;
+                             uint32_t prefix_nr, const kf_userstack_t *stack,
+                             const uint64_t **ips, uint32_t *nr) {
   uint64_t tail[2 + REBUILT_MAX_FRAMES];
   tail[0] = (uint64_t)PERF_CONTEXT_USER;
   tail[1] = fix->tail.ip;
   size_t nt = 2 + kf_userstack_walk(&fix->tail, tail + 2, REBUILT_MAX_FRAMES);
-  const uint64_t *named_tail = tail;
-  int k = (int)nt;
+  const uint64_t *prefix = raw, *named_tail = tail;
+  int np = (int)prefix_nr, nk = (int)nt;
   if (c->jit && runs_js) {
-    if (kf_grow((void **)&c->scratch, &c->scratch_cap, 2 * nt + 1, sizeof(uint64_t), 256) ||
-        (k = kf_jitframes_resolve(c->jit, time, tail, (uint32_t)nt, &fix->tail, c->scratch)) < 0)
+    if (kf_grow((void **)&c->scratch, &c->scratch_cap, 2 * (size_t)prefix_nr + 1, sizeof(uint64_t), 256) ||
+        kf_grow((void **)&c->tailbuf, &c->tailbuf_cap, 2 * nt + 1, sizeof(uint64_t), 256) ||
+        (np = kf_jitframes_resolve(c->jit, time, raw, prefix_nr, stack, c->scratch)) < 0 ||
+        (nk = kf_jitframes_resolve(c->jit, time, tail, (uint32_t)nt, &fix->tail, c->tailbuf)) < 0)
       return -ENOMEM;
-    mark_unnamed_jit(c, c->scratch, (uint32_t)k);
-    named_tail = c->scratch;
+    mark_unnamed_jit(c, c->scratch, (uint32_t)np);
+    mark_unnamed_jit(c, c->tailbuf, (uint32_t)nk);
+    prefix = c->scratch;
+    named_tail = c->tailbuf;
   }
   uint64_t found[2 * (2 + KF_DWARF_MAX_FRAMES) + 1];
   int nf = name_found_frames(c, time, runs_js, fix->frames, fix->n, found);
   if (nf < 0) return nf;
-  size_t total = ru + 2 + (size_t)nf + (size_t)k - 1;
+  size_t total = (size_t)np + (size_t)nf + (size_t)nk - 1;
   if (kf_grow((void **)&c->spliced, &c->spliced_cap, total, sizeof(uint64_t), 256))
     return -ENOMEM;
   uint64_t *out = c->spliced;
-  memcpy(out, raw, (ru + 2) * sizeof(uint64_t)); /* kernel part, marker, leaf */
-  memcpy(out + ru + 2, found, (size_t)nf * sizeof(uint64_t));
-  memcpy(out + ru + 2 + nf, named_tail + 1, ((size_t)k - 1) * sizeof(uint64_t));
+  memcpy(out, prefix, (size_t)np * sizeof(uint64_t));
+  memcpy(out + np, found, (size_t)nf * sizeof(uint64_t));
+  memcpy(out + np + nf, named_tail + 1, ((size_t)nk - 1) * sizeof(uint64_t)); /* no marker */
   *ips = out;
   *nr = (uint32_t)total;
+  return 0;
+}
+
+/* A frame in the middle of the walked chain that belongs to a library
+ * without frame pointers, after which the walk went astray (its next
+ * return address is in no object): the registers of that frame, as the
+ * walk knew them (ip its return address, sp above the frame below, rbp
+ * what that frame saved), let a DWARF unwind go on from it. Fills *fix and
+ * *prefix_nr (the raw entries up to that frame) and returns 1, else 0. */
+static int fix_mid_chain(kf_collector_t *c, const kf_userstack_t *stack,
+                         const uint64_t *raw, uint32_t raw_nr, uint32_t ru,
+                         kf_dwarf_fix_t *fix, uint32_t *prefix_nr, kf_userstack_t *sub) {
+  const uint64_t *user = raw + ru + 1;
+  size_t nuser = raw_nr - ru - 1;
+  uint64_t fps[REBUILT_MAX_FRAMES];
+  size_t known = kf_userstack_frames(stack, user, nuser < REBUILT_MAX_FRAMES ? nuser : REBUILT_MAX_FRAMES, fps);
+  for (size_t k = 1; k <= known && k < nuser; k++) {
+    if (kf_dwarf_object_kind(c->dwarf, user[k]) != KF_DWARF_LIBRARY) continue;
+    if (k + 1 < nuser && kf_dwarf_object_kind(c->dwarf, user[k + 1]) != KF_DWARF_NO_OBJECT) continue;
+    uint64_t fp = fps[k - 1], ret, saved_bp;
+    if (kf_userstack_word(stack, fp + 8, &ret) != 0 || ret != user[k] ||
+        kf_userstack_word(stack, fp, &saved_bp) != 0 || fp + 16 < fp)
+      return 0;
+    uint64_t sp = fp + 16;
+    if (sp - stack->sp >= stack->len) return 0;
+    *sub = (kf_userstack_t){.ip = user[k], .sp = sp, .bp = saved_bp,
+                            .bytes = stack->bytes + (sp - stack->sp),
+                            .len = stack->len - (sp - stack->sp)};
+    if (!kf_dwarf_fix(c->dwarf, sub, user + k, nuser - k, fix) || !fix->restart) return 0;
+    *prefix_nr = ru + 1 + (uint32_t)k + 1;
+    return 1;
+  }
   return 0;
 }
 
@@ -293,8 +331,12 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
   uint32_t ru = user_marker(rs.ips, rs.nr);
   int fixed = c->dwarf && with_stack && ru + 1 < rs.nr &&
               kf_dwarf_fix(c->dwarf, with_stack, rs.ips + ru + 1, rs.nr - ru - 1, &fix);
+  uint32_t prefix_nr = ru + 2; /* the kernel's part, the marker, the leaf */
+  kf_userstack_t mid;
+  if (c->dwarf && with_stack && !fixed && ru + 1 < rs.nr)
+    fixed = fix_mid_chain(c, with_stack, rs.ips, rs.nr, ru, &fix, &prefix_nr, &mid);
   if (fixed && fix.restart) {
-    if (rebuild_from_tail(c, &fix, time, runs_js, rs.ips, rs.nr, &ips, &nr) != 0) {
+    if (rebuild_from_tail(c, &fix, time, runs_js, rs.ips, prefix_nr, with_stack, &ips, &nr) != 0) {
       c->stats.no_memory++;
       return;
     }
@@ -552,6 +594,7 @@ void kf_collector_free(kf_collector_t *c) {
   kf_maps_free(&c->maps);
   free(c->scratch);
   free(c->spliced);
+  free(c->tailbuf);
   free(c->threads);
   free(c);
 }

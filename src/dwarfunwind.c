@@ -259,6 +259,11 @@ void kf_dwarf_free(kf_dwarf_t *d) {
 
 const kf_dwarf_stats_t *kf_dwarf_stats(const kf_dwarf_t *d) { return &d->stats; }
 
+int kf_dwarf_object_kind(kf_dwarf_t *d, uint64_t ip) {
+  const object_t *o = object_at(d, ip);
+  return !o ? KF_DWARF_NO_OBJECT : o->main_program ? KF_DWARF_MAIN_PROGRAM : KF_DWARF_LIBRARY;
+}
+
 /* The frame `cursor` stands at as a sample of its own: its registers and
  * the part of the copy from its sp on. 0, or -1 when its sp or rbp do not
  * fit the copy. */

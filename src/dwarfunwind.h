@@ -77,4 +77,8 @@ int kf_dwarf_fix(kf_dwarf_t *d, const kf_userstack_t *stack,
 
 const kf_dwarf_stats_t *kf_dwarf_stats(const kf_dwarf_t *d);
 
+/* Where an address lies among the loaded objects. */
+enum { KF_DWARF_NO_OBJECT, KF_DWARF_MAIN_PROGRAM, KF_DWARF_LIBRARY };
+int kf_dwarf_object_kind(kf_dwarf_t *d, uint64_t ip);
+
 #endif

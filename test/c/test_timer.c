@@ -385,9 +385,9 @@ static void on_copy_record(const struct perf_event_header *h, void *ctx) {
   for (uint32_t k = 1; k < rs.nr - 1; k++) s->copier_in_chain += in_copier(user[k]);
   kf_userstack_t st = {.ip = rs.regs[KF_REG_IP], .sp = rs.regs[KF_REG_SP], .bp = rs.regs[KF_REG_BP],
                        .bytes = rs.stack, .len = rs.stack_len};
-  uint64_t missing[KF_DWARF_MAX_FRAMES];
-  size_t n = kf_dwarf_missing(s->dwarf, &st, user, rs.nr - 1, missing, KF_DWARF_MAX_FRAMES);
-  for (size_t i = 0; i < n; i++) s->copier_back += in_copier(missing[i]);
+  kf_dwarf_fix_t fix;
+  if (kf_dwarf_fix(s->dwarf, &st, user, rs.nr - 1, &fix) && !fix.restart)
+    for (size_t i = 0; i < fix.n; i++) s->copier_back += in_copier(fix.frames[i]);
 }
 
 static void dwarf_puts_back_memmoves_caller(void) {

@@ -7,9 +7,9 @@
  * plus an offset), 8 bytes of bp, 1 byte n (at most 32), n 8-byte return
  * addresses of the walked chain, then the stack copy (from sp =
  * 0x7ffd0000). Invariants: nothing read outside the copy or the loaded
- * objects (ASan; the accessors refuse the rest), at most the frames asked
- * for, and every frame put back is a word of the copy or an address in the
- * C library's text. */
+ * objects (ASan; the accessors refuse the rest), every frame put back is a
+ * word of the copy, and a restart's frame lies inside the copy with its
+ * rbp above its sp, and the walk from it stays in the copy. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,14 +47,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!copy) abort();
   memcpy(copy, data + 11 + n * 8, len);
   kf_userstack_t stack = {.ip = ip, .sp = SP, .bp = bp, .bytes = copy, .len = len};
-  uint64_t out[KF_DWARF_MAX_FRAMES];
-  size_t cap = 1 + data[0] % KF_DWARF_MAX_FRAMES;
-  size_t got = kf_dwarf_missing(dwarf, &stack, user, n + 1, out, cap);
-  if (got > cap) FAIL("%zu frames for room for %zu", got, cap);
-  for (size_t i = 0; i < got; i++) {
-    int in_copy = 0;
-    for (size_t off = 0; off + 8 <= len && !in_copy; off += 8) in_copy = le64(copy + off) == out[i];
-    if (!in_copy) FAIL("frame %zu (%llx) is not a word of the copy", i, (unsigned long long)out[i]);
+  kf_dwarf_fix_t fix;
+  if (kf_dwarf_fix(dwarf, &stack, user, n + 1, &fix)) {
+    if (fix.n > KF_DWARF_MAX_FRAMES) FAIL("%zu frames", fix.n);
+    for (size_t i = 0; i < fix.n; i++) {
+      int in_copy = 0;
+      for (size_t off = 0; off + 8 <= len && !in_copy; off += 8) in_copy = le64(copy + off) == fix.frames[i];
+      if (!in_copy) FAIL("frame %zu (%llx) is not a word of the copy", i, (unsigned long long)fix.frames[i]);
+    }
+    if (fix.restart) {
+      const kf_userstack_t *t = &fix.tail;
+      if (t->sp < SP || t->sp - SP >= len || t->bytes != copy + (t->sp - SP) || t->len != len - (t->sp - SP) || t->bp < t->sp)
+        FAIL("restart frame outside the copy");
+      uint64_t rets[64];
+      size_t walked = kf_userstack_walk(t, rets, 64);
+      if (walked > 64) FAIL("walked %zu", walked);
+    }
   }
   free(copy);
   return 0;
