@@ -224,7 +224,8 @@ static int rebuild_from_tail(kf_collector_t *c, const kf_dwarf_fix_t *fix,
   uint64_t tail[2 + REBUILT_MAX_FRAMES];
   tail[0] = (uint64_t)PERF_CONTEXT_USER;
   tail[1] = fix->tail.ip;
-  size_t nt = 2 + kf_userstack_walk(&fix->tail, tail + 2, REBUILT_MAX_FRAMES);
+  size_t nt = fix->tail.ip ? 2 + kf_userstack_walk(&fix->tail, tail + 2, REBUILT_MAX_FRAMES)
+                           : 1; /* the unwind reached the outermost frame */
   const uint64_t *prefix = raw, *named_tail = tail;
   int np = (int)prefix_nr, nk = (int)nt;
   if (c->jit && runs_js) {
@@ -455,6 +456,8 @@ static void run_timer(kf_collector_t *c) {
     } else if (drain_began - scanned_at >= THREAD_SCAN_NS) {
       kf_timer_scan(c->timer);
       scanned_at = drain_began;
+    } else {
+      kf_timer_find_stacks(c->timer);
     }
     kf_timer_drain(c->timer, on_record, c);
     after_drain(c, drain_began);

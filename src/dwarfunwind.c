@@ -284,9 +284,13 @@ int kf_dwarf_fix(kf_dwarf_t *d, const kf_userstack_t *stack,
                  const uint64_t *user, size_t nuser, kf_dwarf_fix_t *fix) {
   if (nuser < 1 || !stack->len || user[0] != stack->ip) return 0;
   const object_t *leaf = object_at(d, stack->ip);
-  if (!leaf || leaf->main_program) return 0;
-  d->stats.tried++;
+  if (!leaf) return 0;
   uint64_t next = nuser > 1 ? user[1] : 0; /* the walk's caller of the leaf */
+  /* The main program keeps frame pointers, but not in its assembly (the
+   * OpenSSL node links in): there, only a walk that went nowhere (no
+   * caller, or one in no object) is worth an unwind. */
+  if (leaf->main_program && next && object_at(d, next)) return 0;
+  d->stats.tried++;
 
   /* Steps up from the leaf. At frame n (n >= 1): met the walked chain
    * (its ip is user[1]); or in the main program with the sample's rbp
@@ -300,7 +304,14 @@ int kf_dwarf_fix(kf_dwarf_t *d, const kf_userstack_t *stack,
   memset(fix, 0, sizeof *fix);
   if (unw_init_remote(&cursor, d->as, &ctx) != 0) goto broke;
   for (;;) {
-    if (unw_step(&cursor) <= 0) {
+    int stepped = unw_step(&cursor);
+    if (stepped == 0 && n > 0 && !same_bp) {
+      /* The thread's outermost frame: the unwind is the whole chain. */
+      fix->restart = 1;
+      fix->tail = (kf_userstack_t){0};
+      break;
+    }
+    if (stepped <= 0) {
       /* Stopped in a frame without unwind tables. With the sample's rbp
        * still in place the walk's next frame is this frame's caller. */
       if (same_bp && n > 0) break;

@@ -59,7 +59,8 @@ void kf_dwarf_free(kf_dwarf_t *d);
  *    callers up to the first frame of the main program (which keeps frame
  *    pointers), and `tail` is that frame as a sample of its own: its ip,
  *    sp and rbp, and the copy from its sp on. The chain goes on from there
- *    (kf_userstack_walk). */
+ *    (kf_userstack_walk). A tail with ip 0: the unwind reached the thread's
+ *    outermost frame, frames[] are all the leaf's callers. */
 typedef struct kf_dwarf_fix {
   uint64_t frames[KF_DWARF_MAX_FRAMES];
   size_t n;

@@ -54,6 +54,7 @@ typedef struct slot {
   uint64_t hint_sp;  /* an sp the handler found outside the bounds */
   uint64_t lost, unwalked;
   uint32_t wake_sent; /* the handler woke the collector; it clears this */
+  uint32_t hint_sent; /* the handler woke it for hint_sp; it clears this */
   /* Collector only. */
   timer_t timer;
   int armed;
@@ -165,6 +166,13 @@ static void take_sample(kf_timer_t *t, slot_t *s, uint64_t periods,
   if (!walkable) {
     __atomic_store_n(&s->hint_sp, sp, __ATOMIC_RELAXED);
     __atomic_add_fetch(&s->unwalked, 1, __ATOMIC_RELAXED);
+    /* Have the collector find this stack now, not at its next scan: a
+     * busy thread's samples are walked from the next one on. */
+    if (!__atomic_exchange_n(&s->hint_sent, 1, __ATOMIC_ACQ_REL)) {
+      uint64_t one = 1;
+      ssize_t w = write(t->wake_fd, &one, sizeof one);
+      (void)w;
+    }
   }
 
   writer_t w = {.data = s->data, .mask = s->data_size - 1, .pos = head + 8};
@@ -177,11 +185,15 @@ static void take_sample(kf_timer_t *t, slot_t *s, uint64_t periods,
   put(&w, (uint64_t)PERF_CONTEXT_USER);
   put(&w, ip);
   uint64_t nr = 2, chain_end = sp;
+  int whole_chain = 0; /* the walk reached the thread's first frame */
   /* The frame-pointer chain as the kernel's perf callchain walks it, but
    * only up the stack and only inside it: every link is read from within
    * [sp, hi) and each one must be above the last. */
   for (uint64_t fp = bp; walkable && nr < KF_TIMER_MAX_FRAMES;) {
-    if (fp < chain_end || (fp & 7) != 0 || fp > hi - 16) break;
+    if (fp < chain_end || (fp & 7) != 0 || fp > hi - 16) {
+      whole_chain = fp == 0;
+      break;
+    }
     uint64_t next = stack_word(fp), ret = stack_word(fp + 8);
     put(&w, ret);
     nr++;
@@ -197,7 +209,12 @@ static void take_sample(kf_timer_t *t, slot_t *s, uint64_t periods,
     put(&w, ip);
     uint64_t copy = 0;
     if (walkable) {
-      uint64_t end = chain_end > sp + MIN_STACK_COPY ? chain_end : sp + MIN_STACK_COPY;
+      /* To the end of the chain, when it ended where a thread's chain does
+       * (a frame pointer of 0). A chain cut short by a frame without a
+       * frame pointer gets the whole copy: the collector unwinds it with
+       * DWARF and walks on from where frame pointers are kept again. */
+      uint64_t end = !whole_chain ? sp + t->copy_max
+                     : chain_end > sp + MIN_STACK_COPY ? chain_end : sp + MIN_STACK_COPY;
       if (end > sp + t->copy_max) end = sp + t->copy_max;
       if (end > hi) end = hi;
       copy = (end - sp) & ~(uint64_t)7;
@@ -403,6 +420,7 @@ static void find_stacks(kf_timer_t *t) {
     slot_t *s = t->slots[i];
     uint64_t sp = s ? __atomic_exchange_n(&s->hint_sp, 0, __ATOMIC_RELAXED) : 0;
     if (!sp) continue;
+    __atomic_store_n(&s->hint_sent, 0, __ATOMIC_RELEASE);
     if (!loaded && kf_maps_load(&maps) != 0) return; /* tried again next scan */
     loaded = 1;
     const kf_mapping_t *m = kf_maps_find(&maps, sp);
@@ -542,6 +560,10 @@ int kf_timer_wake_fd(const kf_timer_t *t) { return t->wake_fd; }
 
 void kf_timer_scan(kf_timer_t *t) {
   if (t->installed) scan(t);
+}
+
+void kf_timer_find_stacks(kf_timer_t *t) {
+  if (t->installed) find_stacks(t);
 }
 
 static size_t drain_list(slot_t *s, kf_ring_record_fn fn, void *ctx) {

@@ -83,6 +83,11 @@ int kf_timer_wake_fd(const kf_timer_t *t);
 /* Collector: arms new threads, lets go of ended ones, finds stack bounds. */
 void kf_timer_scan(kf_timer_t *t);
 
+/* Collector: finds the stacks of threads whose handler reported an sp
+ * outside what is known (it wakes the collector for it); cheap when none
+ * did. */
+void kf_timer_find_stacks(kf_timer_t *t);
+
 /* Collector: delivers every record the rings hold; returns how many. */
 size_t kf_timer_drain(kf_timer_t *t, kf_ring_record_fn fn, void *ctx);
 
