@@ -254,12 +254,14 @@ static int rebuild_from_tail(kf_collector_t *c, const kf_dwarf_fix_t *fix,
   return 0;
 }
 
-/* A frame in the middle of the walked chain that belongs to a library
- * without frame pointers, after which the walk went astray (its next
- * return address is in no object): the registers of that frame, as the
- * walk knew them (ip its return address, sp above the frame below, rbp
- * what that frame saved), let a DWARF unwind go on from it. Fills *fix and
- * *prefix_nr (the raw entries up to that frame) and returns 1, else 0. */
+/* A frame in the middle of the walked chain after which the walk went
+ * astray: one of a library without frame pointers followed by an address
+ * in no object, or the chain's last frame when it is not a known dead end
+ * (the walk stopped there: libuv's uv__io_poll in node keeps no frame
+ * pointer). The registers of that frame, as the walk knew them (ip its
+ * return address, sp above the frame below, rbp what that frame saved),
+ * let a DWARF unwind go on from it. Fills *fix and *prefix_nr (the raw
+ * entries up to that frame) and returns 1, else 0. */
 static int fix_mid_chain(kf_collector_t *c, const kf_userstack_t *stack,
                          const uint64_t *raw, uint32_t raw_nr, uint32_t ru,
                          kf_dwarf_fix_t *fix, uint32_t *prefix_nr, kf_userstack_t *sub) {
@@ -268,8 +270,11 @@ static int fix_mid_chain(kf_collector_t *c, const kf_userstack_t *stack,
   uint64_t fps[REBUILT_MAX_FRAMES];
   size_t known = kf_userstack_frames(stack, user, nuser < REBUILT_MAX_FRAMES ? nuser : REBUILT_MAX_FRAMES, fps);
   for (size_t k = 1; k <= known && k < nuser; k++) {
-    if (kf_dwarf_object_kind(c->dwarf, user[k]) != KF_DWARF_LIBRARY) continue;
-    if (k + 1 < nuser && kf_dwarf_object_kind(c->dwarf, user[k + 1]) != KF_DWARF_NO_OBJECT) continue;
+    int kind = kf_dwarf_object_kind(c->dwarf, user[k]);
+    int last = k + 1 == nuser;
+    if (kind == KF_DWARF_NO_OBJECT || (kind == KF_DWARF_MAIN_PROGRAM && !last)) continue;
+    if (!last && kf_dwarf_object_kind(c->dwarf, user[k + 1]) != KF_DWARF_NO_OBJECT) continue;
+    if (last && kf_dwarf_dead_end(c->dwarf, user[k])) return 0;
     uint64_t fp = fps[k - 1], ret, saved_bp;
     if (kf_userstack_word(stack, fp + 8, &ret) != 0 || ret != user[k] ||
         kf_userstack_word(stack, fp, &saved_bp) != 0 || fp + 16 < fp)
@@ -279,7 +284,10 @@ static int fix_mid_chain(kf_collector_t *c, const kf_userstack_t *stack,
     *sub = (kf_userstack_t){.ip = user[k], .sp = sp, .bp = saved_bp,
                             .bytes = stack->bytes + (sp - stack->sp),
                             .len = stack->len - (sp - stack->sp)};
-    if (!kf_dwarf_fix(c->dwarf, sub, user + k, nuser - k, fix) || !fix->restart) return 0;
+    if (!kf_dwarf_fix(c->dwarf, sub, user + k, nuser - k, fix) || !fix->restart) {
+      if (last) kf_dwarf_note_dead_end(c->dwarf, user[k]);
+      return 0;
+    }
     *prefix_nr = ru + 1 + (uint32_t)k + 1;
     return 1;
   }

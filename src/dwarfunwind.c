@@ -20,6 +20,7 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip
                                               int need_unwind_info, void *arg);
 
 #define RELOAD_NS 100000000ULL
+#define DEAD_ENDS 1024 /* a power of two; full: no more are noted */
 #define MAX_SEGMENTS 8
 
 /* .eh_frame_hdr encodings (DW_EH_PE_*) kflame reads: the table is always
@@ -46,6 +47,8 @@ struct kf_dwarf {
   size_t nobjects, cap;
   uint64_t loaded_at;
   kf_dwarf_stats_t stats;
+  uint64_t dead_ends[DEAD_ENDS]; /* open addressing; 0: empty */
+  size_t ndead_ends;
 };
 
 /* What the accessors see of one unwind. */
@@ -259,6 +262,24 @@ void kf_dwarf_free(kf_dwarf_t *d) {
 
 const kf_dwarf_stats_t *kf_dwarf_stats(const kf_dwarf_t *d) { return &d->stats; }
 
+static size_t dead_end_slot(uint64_t ip) {
+  return (size_t)((ip * 0x9E3779B97F4A7C15ULL) >> 32) & (DEAD_ENDS - 1);
+}
+
+int kf_dwarf_dead_end(const kf_dwarf_t *d, uint64_t ip) {
+  for (size_t i = dead_end_slot(ip); d->dead_ends[i]; i = (i + 1) & (DEAD_ENDS - 1))
+    if (d->dead_ends[i] == ip) return 1;
+  return 0;
+}
+
+void kf_dwarf_note_dead_end(kf_dwarf_t *d, uint64_t ip) {
+  if (!ip || d->ndead_ends >= DEAD_ENDS / 2 || kf_dwarf_dead_end(d, ip)) return;
+  size_t i = dead_end_slot(ip);
+  while (d->dead_ends[i]) i = (i + 1) & (DEAD_ENDS - 1);
+  d->dead_ends[i] = ip;
+  d->ndead_ends++;
+}
+
 int kf_dwarf_object_kind(kf_dwarf_t *d, uint64_t ip) {
   const object_t *o = object_at(d, ip);
   return !o ? KF_DWARF_NO_OBJECT : o->main_program ? KF_DWARF_MAIN_PROGRAM : KF_DWARF_LIBRARY;
@@ -266,7 +287,9 @@ int kf_dwarf_object_kind(kf_dwarf_t *d, uint64_t ip) {
 
 /* The frame `cursor` stands at as a sample of its own: its registers and
  * the part of the copy from its sp on. 0, or -1 when its sp or rbp do not
- * fit the copy. */
+ * fit the copy, or its rbp is not the start of a frame-pointer chain (a
+ * frame record in the copy whose link moves up or ends): some functions
+ * of the main program keep no frame pointer either (parts of libuv). */
 static int frame_as_sample(unw_cursor_t *cursor, const kf_userstack_t *stack,
                            uint64_t ip, kf_userstack_t *out) {
   unw_word_t sp, bp;
@@ -274,9 +297,12 @@ static int frame_as_sample(unw_cursor_t *cursor, const kf_userstack_t *stack,
       unw_get_reg(cursor, UNW_X86_64_RBP, &bp) != 0 || sp < stack->sp ||
       sp - stack->sp >= stack->len || bp < sp || (bp & 7) != 0)
     return -1;
-  uint64_t skip = sp - stack->sp;
+  uint64_t skip = sp - stack->sp, link, ret;
   *out = (kf_userstack_t){.ip = ip, .sp = sp, .bp = bp,
                           .bytes = stack->bytes + skip, .len = stack->len - skip};
+  if (kf_userstack_word(out, bp, &link) != 0 || kf_userstack_word(out, bp + 8, &ret) != 0 ||
+      (link != 0 && link <= bp))
+    return -1;
   return 0;
 }
 
@@ -322,8 +348,8 @@ int kf_dwarf_fix(kf_dwarf_t *d, const kf_userstack_t *stack,
     if (next && ip == next) break; /* met the chain */
     same_bp = same_bp && unw_get_reg(&cursor, UNW_X86_64_RBP, &bp) == 0 && bp == stack->bp;
     const object_t *o = object_at(d, ip);
-    if (o && o->main_program && !same_bp) {
-      if (frame_as_sample(&cursor, stack, ip, &fix->tail) != 0) goto broke;
+    if (o && o->main_program && !same_bp &&
+        frame_as_sample(&cursor, stack, ip, &fix->tail) == 0) {
       fix->restart = 1;
       break;
     }

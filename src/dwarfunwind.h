@@ -78,6 +78,12 @@ int kf_dwarf_fix(kf_dwarf_t *d, const kf_userstack_t *stack,
 
 const kf_dwarf_stats_t *kf_dwarf_stats(const kf_dwarf_t *d);
 
+/* Whether an unwind from this return address found nothing before (a
+ * thread's outermost frame, say), and recording that it did not: the
+ * collector then does not try the same dead end for every sample. */
+int kf_dwarf_dead_end(const kf_dwarf_t *d, uint64_t ip);
+void kf_dwarf_note_dead_end(kf_dwarf_t *d, uint64_t ip);
+
 /* Where an address lies among the loaded objects. */
 enum { KF_DWARF_NO_OBJECT, KF_DWARF_MAIN_PROGRAM, KF_DWARF_LIBRARY };
 int kf_dwarf_object_kind(kf_dwarf_t *d, uint64_t ip);

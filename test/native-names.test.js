@@ -61,3 +61,59 @@ t.test('without the debug file: [libc.so.6], one frame for all its unnamed code'
   const leafLines = main.filter((s) => leafOf(s) === '[libc.so.6]').length
   t.ok(leafLines < 20, `${leafLines} distinct main-thread stacks end in [libc.so.6]`)
 })
+
+// An addon built with -O2 -fomit-frame-pointer: JS -> sort() -> glibc's qsort
+// -> a C comparator, and sort() -> back into JS. No frame pointer anywhere
+// between V8's frames and the leaf: the frame-pointer walk alone loses the
+// callers and the thread's root.
+function buildNofpAddon (t) {
+  const path = require('node:path')
+  const os = require('node:os')
+  const { execFileSync } = require('node:child_process')
+  const include = [path.resolve(process.execPath, '..', '..', 'include', 'node'), '/usr/include/node']
+    .find((d) => fs.existsSync(path.join(d, 'node_api.h')))
+  if (!include) throw new Error(`no node_api.h for ${process.execPath}: install node's headers`)
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-nofp-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const out = path.join(dir, 'nofp.node')
+  execFileSync('cc', ['-O2', '-fomit-frame-pointer', '-fPIC', '-shared', `-I${include}`, '-o', out,
+    path.join(__dirname, 'fixtures', 'nofp-addon', 'nofp.c')])
+  return out
+}
+
+function nofpFigures (stacks) {
+  const main = stacks.filter((s) => s.frames[0] === 'main')
+  const all = total(main)
+  const inSort = main.filter((s) => s.frames.some((f) => /^(nofp_compare|nofp_fill_and_sort|msort_with_tmp|__qsort_r)/.test(f)))
+  return {
+    root: total(main, (s) => s.frames.includes('node::Start(int, char**)')) / all,
+    unknown: total(main, (s) => s.frames.includes('[unknown]')) / all,
+    caller: total(inSort, (s) => s.frames.some((f) => /^nofpDriver /.test(f))) / total(inSort),
+    sortSamples: total(inSort)
+  }
+}
+
+for (const mode of ['perf', 'timer']) {
+  t.test(`an addon without frame pointers (${mode} mode): callers and the root from DWARF`, async (t) => {
+    const addon = buildNofpAddon(t)
+    const pct = (x) => `${(x * 100).toFixed(1)}%`
+    // A chain rebuilt from DWARF ends where the stack copy does. Spawned
+    // from tap, the script runs from inside the event loop (under
+    // uv__io_poll), deeper than the default 16 KiB copy reaches (as `node
+    // app.js` from a shell it is not): 32 KiB reaches the thread's root.
+    const plain = { NODE_OPTIONS: '', STACK_BYTES: '32768' }
+    const on = nofpFigures(runFixture('nofp-addon/run.js', [], [addon, 'on', mode], plain).stacks)
+    const off = nofpFigures(runFixture('nofp-addon/run.js', [], [addon, 'off', mode], plain).stacks)
+    const says = `with DWARF: root ${pct(on.root)}, JS caller of the sort ${pct(on.caller)}, [unknown] ${pct(on.unknown)}; ` +
+      `without: ${pct(off.root)}, ${pct(off.caller)}, ${pct(off.unknown)}`
+    t.ok(on.sortSamples > 200, `${on.sortSamples} samples in the sort`)
+    // Timer mode loses a few more: a thread's samples from before its stack
+    // is located (and again when the main thread's stack grows) hold only
+    // the leaf.
+    const goal = mode === 'perf' ? 0.99 : 0.97
+    t.ok(on.root >= goal, `thread root: ${says}`)
+    t.ok(on.caller >= goal, `caller: ${says}`)
+    t.ok(on.unknown < 0.005, `[unknown]: ${says}`)
+    t.ok(off.caller < 0.5, `without DWARF the callers are lost: ${says}`)
+  })
+}
