@@ -33,7 +33,9 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip
 
 typedef struct object {
   uint64_t text_lo, text_hi;   /* executable segments, [lo, hi) */
-  uint64_t seg_lo[MAX_SEGMENTS], seg_hi[MAX_SEGMENTS]; /* readable: loaded */
+  /* read-only loaded segments: text, .eh_frame, .eh_frame_hdr (a garbage
+   * CFA never reads the object's writable data as a stack) */
+  uint64_t seg_lo[MAX_SEGMENTS], seg_hi[MAX_SEGMENTS];
   size_t nsegs;
   uint64_t eh_hdr;             /* .eh_frame_hdr, 0: none usable */
   uint64_t table;              /* its binary-search table */
@@ -98,7 +100,7 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *arg) {
     uint64_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
     if (ph->p_type == PT_GNU_EH_FRAME) eh = lo;
     if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R)) continue;
-    if (o.nsegs < MAX_SEGMENTS) {
+    if (o.nsegs < MAX_SEGMENTS && !(ph->p_flags & PF_W)) {
       o.seg_lo[o.nsegs] = lo;
       /* Only what the file backs: the rest of p_memsz (.bss) may be
        * unmapped past the last page the kernel filled. */
@@ -162,7 +164,16 @@ static int get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *addr, void *a
   return -UNW_ENOINFO;
 }
 
-/* The stack copy, else the loaded segments of a known object; nothing else. */
+/* A word of a loaded object's read-only memory, inside a segment the
+ * caller checked. Not instrumented: under ASan an object's own rodata has
+ * redzones between its globals, which a garbage CFA may point at. */
+__attribute__((no_sanitize_address)) static uint64_t object_word(uint64_t addr) {
+  return *(volatile const uint64_t *)(uintptr_t)addr;
+}
+
+/* The stack copy, else the read-only loaded segments of a known object
+ * (unwind tables, and code libunwind looks at for signal frames); nothing
+ * else. */
 static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val,
                       int write, void *arg) {
   (void)as;
@@ -176,8 +187,7 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val,
   kf_dwarf_t *d = ctx->d;
   for (size_t i = 0; i < d->nobjects; i++) {
     if (in_segments(&d->objects[i], addr, 8)) {
-      memcpy(&word, (const void *)(uintptr_t)addr, 8);
-      *val = word;
+      *val = object_word(addr);
       return 0;
     }
   }

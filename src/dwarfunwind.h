@@ -14,7 +14,8 @@
  * Unwind tables are the objects' .eh_frame_hdr, found in memory with
  * dl_iterate_phdr and cached per object (again when an address falls in no
  * object known, at most every 100 ms). Memory outside the stack copy is
- * read only inside those objects' loaded segments; nothing else is touched.
+ * read only inside those objects' read-only loaded segments (code, unwind
+ * tables); nothing else is touched.
  * Node never unloads an object, so what was loaded stays readable.
  * Called on the collector thread only.
  */
