@@ -200,9 +200,11 @@ static int put_back_frames(kf_collector_t *c, const kf_dwarf_fix_t *fix,
   uint64_t named[2 * (2 + KF_DWARF_MAX_FRAMES) + 1];
   int n = name_found_frames(c, time, runs_js, fix->frames, fix->n, named);
   if (n <= 0) return n;
-  if (kf_grow((void **)&c->spliced, &c->spliced_cap, *nr + (size_t)n, sizeof(uint64_t), 256))
-    return -ENOMEM;
-  uint64_t *out = c->spliced;
+  /* Into a buffer *ips is not in (a rebuilt chain is in c->spliced). */
+  uint64_t **buf = *ips == c->spliced ? &c->tailbuf : &c->spliced;
+  size_t *cap = *ips == c->spliced ? &c->tailbuf_cap : &c->spliced_cap;
+  if (kf_grow((void **)buf, cap, *nr + (size_t)n, sizeof(uint64_t), 256)) return -ENOMEM;
+  uint64_t *out = *buf;
   memcpy(out, *ips, (u + 2) * sizeof(uint64_t));
   memcpy(out + u + 2, named, (size_t)n * sizeof(uint64_t));
   memcpy(out + u + 2 + n, *ips + u + 2, (*nr - u - 2) * sizeof(uint64_t));
@@ -256,9 +258,8 @@ static int rebuild_from_tail(kf_collector_t *c, const kf_dwarf_fix_t *fix,
 
 /* A frame in the middle of the walked chain after which the walk went
  * astray: one of a library without frame pointers followed by an address
- * in no object, or the chain's last frame when it is not a known dead end
- * (the walk stopped there: libuv's uv__io_poll in node keeps no frame
- * pointer). The registers of that frame, as the walk knew them (ip its
+ * in no object, or the chain's last frame when the walk stopped there on
+ * a frame pointer that is not 0 (and it is not a known dead end). The registers of that frame, as the walk knew them (ip its
  * return address, sp above the frame below, rbp what that frame saved),
  * let a DWARF unwind go on from it. Fills *fix and *prefix_nr (the raw
  * entries up to that frame) and returns 1, else 0. */
@@ -274,21 +275,35 @@ static int fix_mid_chain(kf_collector_t *c, const kf_userstack_t *stack,
     int last = k + 1 == nuser;
     if (kind == KF_DWARF_NO_OBJECT || (kind == KF_DWARF_MAIN_PROGRAM && !last)) continue;
     if (!last && kf_dwarf_object_kind(c->dwarf, user[k + 1]) != KF_DWARF_NO_OBJECT) continue;
-    if (last && kf_dwarf_dead_end(c->dwarf, user[k])) return 0;
+    uint64_t known_end[KF_DWARF_MAX_END_FRAMES];
+    int ends = last ? kf_dwarf_ends(c->dwarf, user[k], known_end) : -1;
+    if (ends == 0) return 0;
     uint64_t fp = fps[k - 1], ret, saved_bp;
     if (kf_userstack_word(stack, fp + 8, &ret) != 0 || ret != user[k] ||
         kf_userstack_word(stack, fp, &saved_bp) != 0 || fp + 16 < fp)
       return 0;
+    /* A chain that ends with a frame pointer of 0 ended where threads
+     * start (_start and clone3 clear rbp): nothing is missing there. */
+    if (last && saved_bp == 0) return 0;
     uint64_t sp = fp + 16;
     if (sp - stack->sp >= stack->len) return 0;
     *sub = (kf_userstack_t){.ip = user[k], .sp = sp, .bp = saved_bp,
                             .bytes = stack->bytes + (sp - stack->sp),
                             .len = stack->len - (sp - stack->sp)};
+    *prefix_nr = ru + 1 + (uint32_t)k + 1;
+    if (ends > 0) { /* the thread's outermost frames, found before */
+      memset(fix, 0, sizeof *fix);
+      memcpy(fix->frames, known_end, (size_t)ends * sizeof(uint64_t));
+      fix->n = (size_t)ends;
+      fix->restart = 1;
+      return 1;
+    }
     if (!kf_dwarf_fix(c->dwarf, sub, user + k, nuser - k, fix) || !fix->restart) {
-      if (last) kf_dwarf_note_dead_end(c->dwarf, user[k]);
+      if (last) kf_dwarf_note_end(c->dwarf, user[k], NULL, 0);
       return 0;
     }
-    *prefix_nr = ru + 1 + (uint32_t)k + 1;
+    /* Reached the thread's first frame: the same for every later sample. */
+    if (last && fix->tail.ip == 0) kf_dwarf_note_end(c->dwarf, user[k], fix->frames, fix->n);
     return 1;
   }
   return 0;
@@ -336,37 +351,41 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
   }
   /* Frames a frame-pointer walk skipped under a leaf in a library without
    * frame pointers, from DWARF (dwarfunwind.h). */
-  kf_dwarf_fix_t fix;
+  kf_dwarf_fix_t leaf_fix, mid_fix;
   uint32_t ru = user_marker(rs.ips, rs.nr);
-  int fixed = c->dwarf && with_stack && ru + 1 < rs.nr &&
-              kf_dwarf_fix(c->dwarf, with_stack, rs.ips + ru + 1, rs.nr - ru - 1, &fix);
+  int leaf_fixed = c->dwarf && with_stack && ru + 1 < rs.nr &&
+                   kf_dwarf_fix(c->dwarf, with_stack, rs.ips + ru + 1, rs.nr - ru - 1, &leaf_fix);
+  /* The chain is rebuilt from the leaf's fix, or from a frame in the
+   * middle where the walk went astray (independently of frames put back
+   * under the leaf, which go in afterwards). */
+  const kf_dwarf_fix_t *rebuild = leaf_fixed && leaf_fix.restart ? &leaf_fix : NULL;
   uint32_t prefix_nr = ru + 2; /* the kernel's part, the marker, the leaf */
   kf_userstack_t mid;
-  if (c->dwarf && with_stack && !fixed && ru + 1 < rs.nr)
-    fixed = fix_mid_chain(c, with_stack, rs.ips, rs.nr, ru, &fix, &prefix_nr, &mid);
-  if (fixed && fix.restart) {
-    if (rebuild_from_tail(c, &fix, time, runs_js, rs.ips, prefix_nr, with_stack, &ips, &nr) != 0) {
+  if (!rebuild && c->dwarf && with_stack && ru + 1 < rs.nr &&
+      fix_mid_chain(c, with_stack, rs.ips, rs.nr, ru, &mid_fix, &prefix_nr, &mid))
+    rebuild = &mid_fix;
+  if (rebuild) {
+    if (rebuild_from_tail(c, rebuild, time, runs_js, rs.ips, prefix_nr, with_stack, &ips, &nr) != 0) {
       c->stats.no_memory++;
       return;
     }
-  } else {
-    if (c->jit && runs_js) {
-      int n;
-      if (kf_grow((void **)&c->scratch, &c->scratch_cap, 2 * (size_t)nr + 1,
-                  sizeof(uint64_t), 256) ||
-          (n = kf_jitframes_resolve(c->jit, time, ips, (uint32_t)nr, with_stack,
-                                    c->scratch)) < 0) {
-        c->stats.no_memory++;
-        return;
-      }
-      mark_unnamed_jit(c, c->scratch, (uint32_t)n);
-      ips = c->scratch;
-      nr = (uint32_t)n;
-    }
-    if (fixed && put_back_frames(c, &fix, time, runs_js, rs.ips, rs.nr, &ips, &nr) != 0) {
+  } else if (c->jit && runs_js) {
+    int n;
+    if (kf_grow((void **)&c->scratch, &c->scratch_cap, 2 * (size_t)nr + 1,
+                sizeof(uint64_t), 256) ||
+        (n = kf_jitframes_resolve(c->jit, time, ips, (uint32_t)nr, with_stack,
+                                  c->scratch)) < 0) {
       c->stats.no_memory++;
       return;
     }
+    mark_unnamed_jit(c, c->scratch, (uint32_t)n);
+    ips = c->scratch;
+    nr = (uint32_t)n;
+  }
+  if (leaf_fixed && !leaf_fix.restart &&
+      put_back_frames(c, &leaf_fix, time, runs_js, rs.ips, rs.nr, &ips, &nr) != 0) {
+    c->stats.no_memory++;
+    return;
   }
   if (kf_stacks_add_n(c->stacks, tid, time, ips, (uint32_t)nr, rs.periods)) {
     c->stats.no_memory++;

@@ -20,7 +20,7 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip
                                               int need_unwind_info, void *arg);
 
 #define RELOAD_NS 100000000ULL
-#define DEAD_ENDS 1024 /* a power of two; full: no more are noted */
+#define KNOWN_ENDS 1024 /* a power of two; half full: no more are noted */
 #define MAX_SEGMENTS 8
 
 /* .eh_frame_hdr encodings (DW_EH_PE_*) kflame reads: the table is always
@@ -49,8 +49,12 @@ struct kf_dwarf {
   size_t nobjects, cap;
   uint64_t loaded_at;
   kf_dwarf_stats_t stats;
-  uint64_t dead_ends[DEAD_ENDS]; /* open addressing; 0: empty */
-  size_t ndead_ends;
+  struct {
+    uint64_t ip; /* 0: empty (open addressing) */
+    size_t n;
+    uint64_t frames[KF_DWARF_MAX_END_FRAMES];
+  } ends[KNOWN_ENDS]; /* see kf_dwarf_ends */
+  size_t nends;
 };
 
 /* What the accessors see of one unwind. */
@@ -272,22 +276,30 @@ void kf_dwarf_free(kf_dwarf_t *d) {
 
 const kf_dwarf_stats_t *kf_dwarf_stats(const kf_dwarf_t *d) { return &d->stats; }
 
-static size_t dead_end_slot(uint64_t ip) {
-  return (size_t)((ip * 0x9E3779B97F4A7C15ULL) >> 32) & (DEAD_ENDS - 1);
+static size_t end_slot(uint64_t ip) {
+  return (size_t)((ip * 0x9E3779B97F4A7C15ULL) >> 32) & (KNOWN_ENDS - 1);
 }
 
-int kf_dwarf_dead_end(const kf_dwarf_t *d, uint64_t ip) {
-  for (size_t i = dead_end_slot(ip); d->dead_ends[i]; i = (i + 1) & (DEAD_ENDS - 1))
-    if (d->dead_ends[i] == ip) return 1;
-  return 0;
+int kf_dwarf_ends(const kf_dwarf_t *d, uint64_t ip, uint64_t *out) {
+  for (size_t i = end_slot(ip); d->ends[i].ip; i = (i + 1) & (KNOWN_ENDS - 1)) {
+    if (d->ends[i].ip != ip) continue;
+    memcpy(out, d->ends[i].frames, d->ends[i].n * sizeof(uint64_t));
+    return (int)d->ends[i].n;
+  }
+  return -1;
 }
 
-void kf_dwarf_note_dead_end(kf_dwarf_t *d, uint64_t ip) {
-  if (!ip || d->ndead_ends >= DEAD_ENDS / 2 || kf_dwarf_dead_end(d, ip)) return;
-  size_t i = dead_end_slot(ip);
-  while (d->dead_ends[i]) i = (i + 1) & (DEAD_ENDS - 1);
-  d->dead_ends[i] = ip;
-  d->ndead_ends++;
+void kf_dwarf_note_end(kf_dwarf_t *d, uint64_t ip, const uint64_t *frames, size_t n) {
+  uint64_t seen[KF_DWARF_MAX_END_FRAMES];
+  if (!ip || n > KF_DWARF_MAX_END_FRAMES || d->nends >= KNOWN_ENDS / 2 ||
+      kf_dwarf_ends(d, ip, seen) >= 0)
+    return;
+  size_t i = end_slot(ip);
+  while (d->ends[i].ip) i = (i + 1) & (KNOWN_ENDS - 1);
+  d->ends[i].ip = ip;
+  d->ends[i].n = n;
+  memcpy(d->ends[i].frames, frames, n * sizeof(uint64_t));
+  d->nends++;
 }
 
 int kf_dwarf_object_kind(kf_dwarf_t *d, uint64_t ip) {

@@ -79,11 +79,17 @@ int kf_dwarf_fix(kf_dwarf_t *d, const kf_userstack_t *stack,
 
 const kf_dwarf_stats_t *kf_dwarf_stats(const kf_dwarf_t *d);
 
-/* Whether an unwind from this return address found nothing before (a
- * thread's outermost frame, say), and recording that it did not: the
- * collector then does not try the same dead end for every sample. */
-int kf_dwarf_dead_end(const kf_dwarf_t *d, uint64_t ip);
-void kf_dwarf_note_dead_end(kf_dwarf_t *d, uint64_t ip);
+/* What an unwind from a chain's last frame found before, by that frame's
+ * return address: nothing (a dead end), or the thread's outermost frames
+ * (_start and what glibc runs before main: the same for every sample, as
+ * they do not depend on the stack above). The collector asks before it
+ * unwinds from a last frame, and notes what it found, so that it does not
+ * unwind the same few frames for every sample. kf_dwarf_ends returns -1
+ * when nothing is known, else how many frames it wrote to out (0: a dead
+ * end). */
+#define KF_DWARF_MAX_END_FRAMES 4
+int kf_dwarf_ends(const kf_dwarf_t *d, uint64_t ip, uint64_t *out);
+void kf_dwarf_note_end(kf_dwarf_t *d, uint64_t ip, const uint64_t *frames, size_t n);
 
 /* Where an address lies among the loaded objects. */
 enum { KF_DWARF_NO_OBJECT, KF_DWARF_MAIN_PROGRAM, KF_DWARF_LIBRARY };
