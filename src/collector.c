@@ -163,6 +163,19 @@ static void mark_unnamed_jit(kf_collector_t *c, uint64_t *ips, uint32_t nr) {
   }
 }
 
+/* A callchain with its JIT frames as tokens (jitframes.h), into *buf
+ * (grown to room for 2 * n + 1): the count, or -ENOMEM. */
+static int name_jit_frames(kf_collector_t *c, uint64_t time, const uint64_t *chain,
+                           uint32_t n, const kf_userstack_t *stack, uint64_t **buf,
+                           size_t *cap) {
+  int k;
+  if (kf_grow((void **)buf, cap, 2 * (size_t)n + 1, sizeof(uint64_t), 256) ||
+      (k = kf_jitframes_resolve(c->jit, time, chain, n, stack, *buf)) < 0)
+    return -ENOMEM;
+  mark_unnamed_jit(c, *buf, (uint32_t)k);
+  return k;
+}
+
 static uint32_t user_marker(const uint64_t *ips, uint32_t nr) {
   for (uint32_t i = 0; i < nr; i++)
     if (ips[i] == (uint64_t)PERF_CONTEXT_USER) return i;
@@ -231,13 +244,10 @@ static int rebuild_from_tail(kf_collector_t *c, const kf_dwarf_fix_t *fix,
   const uint64_t *prefix = raw, *named_tail = tail;
   int np = (int)prefix_nr, nk = (int)nt;
   if (c->jit && runs_js) {
-    if (kf_grow((void **)&c->scratch, &c->scratch_cap, 2 * (size_t)prefix_nr + 1, sizeof(uint64_t), 256) ||
-        kf_grow((void **)&c->tailbuf, &c->tailbuf_cap, 2 * nt + 1, sizeof(uint64_t), 256) ||
-        (np = kf_jitframes_resolve(c->jit, time, raw, prefix_nr, stack, c->scratch)) < 0 ||
-        (nk = kf_jitframes_resolve(c->jit, time, tail, (uint32_t)nt, &fix->tail, c->tailbuf)) < 0)
+    if ((np = name_jit_frames(c, time, raw, prefix_nr, stack, &c->scratch, &c->scratch_cap)) < 0 ||
+        (nk = name_jit_frames(c, time, tail, (uint32_t)nt, &fix->tail, &c->tailbuf,
+                              &c->tailbuf_cap)) < 0)
       return -ENOMEM;
-    mark_unnamed_jit(c, c->scratch, (uint32_t)np);
-    mark_unnamed_jit(c, c->tailbuf, (uint32_t)nk);
     prefix = c->scratch;
     named_tail = c->tailbuf;
   }
@@ -259,13 +269,14 @@ static int rebuild_from_tail(kf_collector_t *c, const kf_dwarf_fix_t *fix,
 /* A frame in the middle of the walked chain after which the walk went
  * astray: one of a library without frame pointers followed by an address
  * in no object, or the chain's last frame when the walk stopped there on
- * a frame pointer that is not 0 (and it is not a known dead end). The registers of that frame, as the walk knew them (ip its
- * return address, sp above the frame below, rbp what that frame saved),
- * let a DWARF unwind go on from it. Fills *fix and *prefix_nr (the raw
+ * a frame pointer that is not 0 (and it is not a known dead end). The
+ * registers of that frame, as the walk knew them (ip its return address,
+ * sp above the frame below, rbp what that frame saved), let a DWARF unwind
+ * go on from it. The fix's tail points into `stack`'s copy. Fills *fix and *prefix_nr (the raw
  * entries up to that frame) and returns 1, else 0. */
 static int fix_mid_chain(kf_collector_t *c, const kf_userstack_t *stack,
                          const uint64_t *raw, uint32_t raw_nr, uint32_t ru,
-                         kf_dwarf_fix_t *fix, uint32_t *prefix_nr, kf_userstack_t *sub) {
+                         kf_dwarf_fix_t *fix, uint32_t *prefix_nr) {
   const uint64_t *user = raw + ru + 1;
   size_t nuser = raw_nr - ru - 1;
   uint64_t fps[REBUILT_MAX_FRAMES];
@@ -287,9 +298,9 @@ static int fix_mid_chain(kf_collector_t *c, const kf_userstack_t *stack,
     if (last && saved_bp == 0) return 0;
     uint64_t sp = fp + 16;
     if (sp - stack->sp >= stack->len) return 0;
-    *sub = (kf_userstack_t){.ip = user[k], .sp = sp, .bp = saved_bp,
-                            .bytes = stack->bytes + (sp - stack->sp),
-                            .len = stack->len - (sp - stack->sp)};
+    kf_userstack_t sub = {.ip = user[k], .sp = sp, .bp = saved_bp,
+                          .bytes = stack->bytes + (sp - stack->sp),
+                          .len = stack->len - (sp - stack->sp)};
     *prefix_nr = ru + 1 + (uint32_t)k + 1;
     if (ends > 0) { /* the thread's outermost frames, found before */
       memset(fix, 0, sizeof *fix);
@@ -298,7 +309,7 @@ static int fix_mid_chain(kf_collector_t *c, const kf_userstack_t *stack,
       fix->restart = 1;
       return 1;
     }
-    if (!kf_dwarf_fix(c->dwarf, sub, user + k, nuser - k, fix) || !fix->restart) {
+    if (!kf_dwarf_fix(c->dwarf, &sub, user + k, nuser - k, fix) || !fix->restart) {
       if (last) kf_dwarf_note_end(c->dwarf, user[k], NULL, 0);
       return 0;
     }
@@ -360,9 +371,8 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
    * under the leaf, which go in afterwards). */
   const kf_dwarf_fix_t *rebuild = leaf_fixed && leaf_fix.restart ? &leaf_fix : NULL;
   uint32_t prefix_nr = ru + 2; /* the kernel's part, the marker, the leaf */
-  kf_userstack_t mid;
   if (!rebuild && c->dwarf && with_stack && ru + 1 < rs.nr &&
-      fix_mid_chain(c, with_stack, rs.ips, rs.nr, ru, &mid_fix, &prefix_nr, &mid))
+      fix_mid_chain(c, with_stack, rs.ips, rs.nr, ru, &mid_fix, &prefix_nr))
     rebuild = &mid_fix;
   if (rebuild) {
     if (rebuild_from_tail(c, rebuild, time, runs_js, rs.ips, prefix_nr, with_stack, &ips, &nr) != 0) {
@@ -370,15 +380,11 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
       return;
     }
   } else if (c->jit && runs_js) {
-    int n;
-    if (kf_grow((void **)&c->scratch, &c->scratch_cap, 2 * (size_t)nr + 1,
-                sizeof(uint64_t), 256) ||
-        (n = kf_jitframes_resolve(c->jit, time, ips, (uint32_t)nr, with_stack,
-                                  c->scratch)) < 0) {
+    int n = name_jit_frames(c, time, ips, nr, with_stack, &c->scratch, &c->scratch_cap);
+    if (n < 0) {
       c->stats.no_memory++;
       return;
     }
-    mark_unnamed_jit(c, c->scratch, (uint32_t)n);
     ips = c->scratch;
     nr = (uint32_t)n;
   }

@@ -121,22 +121,49 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *arg) {
   return 0;
 }
 
+static int by_text(const void *a, const void *b) {
+  const object_t *x = a, *y = b;
+  return x->text_lo < y->text_lo ? -1 : x->text_lo > y->text_lo;
+}
+
+/* The objects' text ranges, to tell whether a reload changed anything. */
+static uint64_t text_ranges_hash(const kf_dwarf_t *d) {
+  uint64_t h = 1469598103934665603ULL ^ d->nobjects;
+  for (size_t i = 0; i < d->nobjects; i++)
+    h = ((h ^ d->objects[i].text_lo) * 1099511628211ULL ^ d->objects[i].text_hi) * 1099511628211ULL;
+  return h;
+}
+
+/* Sorted by text, for object_at's binary search. libunwind's cache is
+ * flushed only when the objects changed: JIT addresses miss every time, and
+ * reload (at most every RELOAD_NS) for nothing new. */
 static void load_objects(kf_dwarf_t *d) {
+  uint64_t before = text_ranges_hash(d);
   d->nobjects = 0;
   dl_iterate_phdr(add_object, d);
+  qsort(d->objects, d->nobjects, sizeof(object_t), by_text);
   d->loaded_at = kf_now_ns();
-  unw_flush_cache(d->as, 0, 0);
+  if (text_ranges_hash(d) != before) unw_flush_cache(d->as, 0, 0);
+}
+
+static const object_t *find_object(const kf_dwarf_t *d, uint64_t ip) {
+  size_t lo = 0, hi = d->nobjects;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (d->objects[mid].text_hi <= ip) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < d->nobjects && ip >= d->objects[lo].text_lo ? &d->objects[lo] : NULL;
 }
 
 static const object_t *object_at(kf_dwarf_t *d, uint64_t ip) {
-  for (int pass = 0; pass < 2; pass++) {
-    for (size_t i = 0; i < d->nobjects; i++)
-      if (ip >= d->objects[i].text_lo && ip < d->objects[i].text_hi) return &d->objects[i];
-    /* A library loaded since: look again, but not for every stray address. */
-    if (pass || kf_now_ns() - d->loaded_at < RELOAD_NS) break;
+  const object_t *o = find_object(d, ip);
+  /* A library loaded since: look again, but not for every stray address. */
+  if (!o && kf_now_ns() - d->loaded_at >= RELOAD_NS) {
     load_objects(d);
+    o = find_object(d, ip);
   }
-  return NULL;
+  return o;
 }
 
 /* ---- libunwind's accessors -------------------------------------------- */

@@ -512,8 +512,9 @@ int kf_timer_open(const kf_sampler_opts_t *opts, kf_timer_t **out,
   t->info.max_stack = KF_TIMER_MAX_FRAMES;
   t->info.cpus = (uint32_t)sysconf(_SC_NPROCESSORS_ONLN);
   t->info.layout.periods = 1;
-  /* header, id, pid/tid, time, periods, nr, then the callchain */
-  uint64_t fixed = 6 * 8 + (KF_TIMER_MAX_FRAMES + 0) * 8;
+  /* header, id, pid/tid, time, periods, nr, then the callchain (the user
+   * marker and ip among its KF_TIMER_MAX_FRAMES entries) */
+  uint64_t fixed = 6 * 8 + KF_TIMER_MAX_FRAMES * 8;
   uint32_t stack_bytes = opts->stack_bytes & ~7u;
   if (stack_bytes) {
     uint64_t half = (uint64_t)t->info.ring_pages * t->page_size / 2;
