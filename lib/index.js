@@ -38,6 +38,7 @@ function start (options) {
     kernel: o.kernel,
     ringPages: o.ringPages || 0, // 0: the sampler's default
     stackBytes: o.stackBytes,
+    timeline: o.timeline,
     jit: o.jit && jitMode !== 'off',
     tiers: o.tiers,
     dwarf: o.dwarf,
@@ -52,6 +53,13 @@ function stop () {
   const raw = binding.stop() // throws KFLAME_ERR_NOT_RUNNING when idle
   return Profile.fromNative(raw, makeStats(raw.stats, raw.labels, workers.status()),
     { startUs: raw.stats.startUs, wallStart: raw.stats.wallStartMs })
+}
+
+// Frees the symbol tables kept from one profile to the next (ELF symbols of
+// every mapped object, kallsyms): { objects, symbols, bytes } freed. The next
+// start() loads them again. Throws KFLAME_ERR_RUNNING while profiling.
+function dropCaches () {
+  return binding.dropCaches()
 }
 
 function isRunning () {
@@ -69,7 +77,7 @@ function writePerfMap (path = defaultPerfMapPath()) {
   return { path, lines: binding.writePerfMap(path) }
 }
 
-module.exports = { start, stop, isRunning, label, writePerfMap, fromFolded, renderSvg, renderSvgFile, Profile }
+module.exports = { start, stop, isRunning, dropCaches, label, writePerfMap, fromFolded, renderSvg, renderSvgFile, Profile }
 
 // The HTTP endpoints (lib/http.js: http, listen, fastify) drive start/stop
 // through this module, so they join it last.

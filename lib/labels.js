@@ -108,6 +108,14 @@ function applyLabels (folded, samples, labels) {
       counts.set(key, (counts.get(key) || 0) + 1)
     }
   }
+  // Samples the timeline dropped (start({ timeline })) have no time: they
+  // keep their unlabelled lines.
+  const kept = new Float64Array(lines.length)
+  for (const l of samples.line) kept[l]++
+  lines.forEach((line, l) => {
+    const missing = Number(line.slice(line.lastIndexOf(' ') + 1)) - kept[l]
+    if (missing > 0) counts.set(stacks[l], (counts.get(stacks[l]) || 0) + missing)
+  })
   const relabelled = foldedOf(counts)
   const index = new Map(relabelled.keys.map((k, i) => [k, i]))
   const line = new Uint32Array(samples.line.length)

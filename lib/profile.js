@@ -39,7 +39,8 @@ class Profile {
 
   // stop()'s result: { profile (C), labels, stats } as the binding gives it.
   static fromNative (raw, stats, timing) {
-    const p = new Profile(null, stats, undefined, timing)
+    const p = new Profile(null, stats, null, timing)
+    p.#samples = undefined // made on first use (the default parameter would make it null)
     p.#native = raw.profile
     p.#labels = raw.labels && raw.labels.tid.length > 0 ? raw.labels : null
     return p
@@ -186,6 +187,10 @@ function warningsFor (raw, labels, workers) {
   }
   if (raw.corrupt > 0) warnings.push(`${raw.corrupt} malformed ring records were skipped`)
   if (raw.noMemory > 0) warnings.push(`${raw.noMemory} samples were dropped: out of memory`)
+  if (raw.timelineDropped > 0 && raw.timelineSamples > 0) {
+    warnings.push(`the timeline kept the newest ${raw.timelineSamples} samples and dropped ${raw.timelineDropped} older ones ` +
+      '(start({ timeline: N }) keeps more): exports over time begin later; folded text and SVG count every sample')
+  }
   if (raw.codeEventsDropped > 0) {
     warnings.push(`${raw.codeEventsDropped} JIT code events were dropped: out of memory; some JS frames may be unnamed`)
   }
@@ -266,6 +271,22 @@ function makeStats (raw, labels = null, workers = null) {
       perfMapWrites: raw.perfMapWrites,
       perfMapErrors: raw.perfMapErrors,
       foldedBytes: raw.foldedBytes,
+      // Samples kept with their times (start({ timeline })), dropped past
+      // its bound, and the bytes they take.
+      timelineSamples: raw.timelineSamples,
+      timelineDropped: raw.timelineDropped,
+      timelineBytes: raw.timelineBytes,
+      // What the profile held at stop: distinct stacks and frame names, and
+      // their bytes with the timeline's (memory grows with these, not time).
+      stacks: raw.namedStacks,
+      frameNames: raw.namedFrames,
+      profileBytes: raw.aggregateBytes,
+      // Symbol tables kept for the next profile (kflame.dropCaches() frees them).
+      symbolCacheBytes: raw.symbolCacheBytes,
+      // What stop() took in C: in all, the last drain (joining the
+      // collector), naming what the collector left, folding into text,
+      // handing freed heap back to the system.
+      stopMs: { total: raw.stopMs, drain: raw.stopDrainMs, name: raw.stopNameMs, fold: raw.stopFoldMs, trim: raw.stopTrimMs },
       labels: labels ? labels.tid.length : 0,
       labelsDropped: labels ? labels.dropped : 0
     }

@@ -134,8 +134,9 @@ static int get_path(napi_env env, napi_value v, char *buf, size_t cap) {
   return 0;
 }
 
-/* start({ hz, mode, taskClock, kernel, ringPages, stackBytes, jit, tiers,
- *         perfMap }); mode: 0 auto, 1 perf, 2 timer (kf_mode_t) */
+/* start({ hz, mode, taskClock, kernel, ringPages, stackBytes, timeline, jit,
+ *         tiers, perfMap }); mode: 0 auto, 1 perf, 2 timer (kf_mode_t);
+ * timeline: samples kept with their times (timeline.h) */
 static napi_value js_start(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
@@ -144,7 +145,7 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
                                         .kernel = 1, .ring_pages = 0}};
   kf_sampler_opts_t *so = &opts.sampler;
   int task_clock = 0, jit = 1, perf_map = 0;
-  uint32_t mode = KF_MODE_AUTO;
+  uint32_t mode = KF_MODE_AUTO, timeline_max = KF_TIMELINE_DEFAULT_MAX;
   opts.dwarf = 1;
   char perf_map_path[4096];
   napi_value perf_map_v;
@@ -152,6 +153,7 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
       get_u32(env, argv[0], "mode", &mode) || mode > KF_MODE_TIMER ||
       get_u32(env, argv[0], "ringPages", &so->ring_pages) ||
       get_u32(env, argv[0], "stackBytes", &so->stack_bytes) ||
+      get_u32(env, argv[0], "timeline", &timeline_max) ||
       get_bool(env, argv[0], "kernel", &so->kernel) ||
       get_bool(env, argv[0], "taskClock", &task_clock) ||
       get_bool(env, argv[0], "jit", &jit) ||
@@ -162,9 +164,10 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
       so->hz == 0 || (so->ring_pages & (so->ring_pages - 1))) {
     napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG",
                           "start() takes { hz, mode, ringPages, stackBytes, "
-                          "kernel, taskClock, jit, tiers, dwarf, perfMap }");
+                          "timeline, kernel, taskClock, jit, tiers, dwarf, perfMap }");
     return NULL;
   }
+  opts.timeline_max = timeline_max;
   so->event = task_clock ? KF_EVENT_TASK_CLOCK : KF_EVENT_CPU_CLOCK;
   opts.mode = (kf_mode_t)mode;
   if (jit) {
@@ -278,6 +281,18 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
   CHECK(env, set_num(env, o, "codeEventsDropped",
                      (double)st->code_events_dropped));
   CHECK(env, set_num(env, o, "perfMapLines", (double)st->perf_map_lines));
+  CHECK(env, set_num(env, o, "timelineSamples", (double)st->timeline_samples));
+  CHECK(env, set_num(env, o, "timelineDropped", (double)st->timeline_dropped));
+  CHECK(env, set_num(env, o, "timelineBytes", (double)st->timeline_bytes));
+  CHECK(env, set_num(env, o, "symbolCacheBytes", (double)st->symbol_cache_bytes));
+  CHECK(env, set_num(env, o, "namedStacks", (double)st->named_stacks));
+  CHECK(env, set_num(env, o, "namedFrames", (double)st->named_frames));
+  CHECK(env, set_num(env, o, "aggregateBytes", (double)st->aggregate_bytes));
+  CHECK(env, set_num(env, o, "stopMs", (double)st->stop_ns / 1e6));
+  CHECK(env, set_num(env, o, "stopDrainMs", (double)st->stop_drain_ns / 1e6));
+  CHECK(env, set_num(env, o, "stopNameMs", (double)st->stop_name_ns / 1e6));
+  CHECK(env, set_num(env, o, "stopFoldMs", (double)st->stop_fold_ns / 1e6));
+  CHECK(env, set_num(env, o, "stopTrimMs", (double)st->stop_trim_ns / 1e6));
   CHECK(env, set_num(env, o, "perfMapWrites", (double)st->perf_map_writes));
   CHECK(env, set_num(env, o, "perfMapErrors", (double)st->perf_map_errors));
   return o;
@@ -301,9 +316,9 @@ static int add_typed_array(napi_env env, napi_value obj, const char *key,
   return 0;
 }
 
-/* Every sample as { line, time (µs), tid } typed arrays. */
+/* Every sample the timeline kept as { line, time (µs), tid } typed arrays. */
 static napi_value make_samples(napi_env env, const kf_profile_t *p) {
-  size_t n = p->nsamples;
+  size_t n = p->timeline ? (size_t)kf_timeline_count(p->timeline) : 0;
   napi_value o;
   CHECK(env, napi_create_object(env, &o));
   uint32_t *line, *tid;
@@ -312,10 +327,13 @@ static napi_value make_samples(napi_env env, const kf_profile_t *p) {
       add_typed_array(env, o, "time", 0, n, (void **)&time) ||
       add_typed_array(env, o, "tid", 1, n, (void **)&tid))
     return NULL;
-  for (size_t i = 0; i < n; i++) {
-    line[i] = p->samples[i].line;
-    time[i] = (double)p->samples[i].time / 1e3;
-    tid[i] = p->samples[i].tid;
+  kf_timeline_iter_t it;
+  kf_sample_t s;
+  if (p->timeline) kf_timeline_iter(p->timeline, &it);
+  for (size_t i = 0; i < n && kf_timeline_next(&it, &s); i++) {
+    line[i] = p->line_of[s.stack];
+    time[i] = (double)s.time / 1e3;
+    tid[i] = s.tid;
   }
   return o;
 }
@@ -404,22 +422,11 @@ static napi_value js_string_of(napi_env env, const char *text, size_t len,
   return NULL;
 }
 
-/* stop() -> { profile (external), labels, stats } */
-static napi_value js_stop(napi_env env, napi_callback_info info) {
-  (void)info;
-  kf_profile_t *profile = calloc(1, sizeof(*profile));
-  kf_labels_t labels = {0};
-  if (!profile) return throw_code(env, -ENOMEM, 0);
-  pthread_mutex_lock(&lock);
-  int rc = profiler ? kf_profiler_stop(profiler, profile)
-                    : -KF_ERR_NOT_RUNNING;
-  if (rc == 0) kf_labels_end(&labels);
-  pthread_mutex_unlock(&lock);
-  if (rc != 0) {
-    free_profile(env, profile, NULL);
-    return throw_code(env, rc, 0);
-  }
-  /* From here the external owns the profile, also when a call fails. */
+/* { profile (external), labels, stats } of a profile stop() or
+ * takeWindow() made; the external owns the profile from here, also when a
+ * call fails. */
+static napi_value profile_result(napi_env env, kf_profile_t *profile, kf_labels_t *labels_in) {
+  kf_labels_t labels = *labels_in;
   napi_value result, external;
   if (napi_create_external(env, profile, free_profile, NULL, &external) != napi_ok) {
     free_profile(env, profile, NULL);
@@ -453,6 +460,65 @@ static napi_value js_stop(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/* stop() -> { profile (external), labels, stats } */
+static napi_value js_stop(napi_env env, napi_callback_info info) {
+  (void)info;
+  kf_profile_t *profile = calloc(1, sizeof(*profile));
+  kf_labels_t labels = {0};
+  if (!profile) return throw_code(env, -ENOMEM, 0);
+  pthread_mutex_lock(&lock);
+  int rc = profiler ? kf_profiler_stop(profiler, profile)
+                    : -KF_ERR_NOT_RUNNING;
+  if (rc == 0) kf_labels_end(&labels);
+  pthread_mutex_unlock(&lock);
+  if (rc != 0) {
+    free_profile(env, profile, NULL);
+    return throw_code(env, rc, 0);
+  }
+  return profile_result(env, profile, &labels);
+}
+
+/* cut() -> true, or false while the last cut's window is not taken */
+static napi_value js_cut(napi_env env, napi_callback_info info) {
+  (void)info;
+  pthread_mutex_lock(&lock);
+  int rc = profiler ? kf_profiler_cut(profiler) : -KF_ERR_NOT_RUNNING;
+  pthread_mutex_unlock(&lock);
+  if (rc != 0 && rc != -EBUSY) return throw_code(env, rc, 0);
+  napi_value v;
+  CHECK(env, napi_get_boolean(env, rc == 0, &v));
+  return v;
+}
+
+/* takeWindow(timeoutMs) -> stop()'s shape for the window the last cut
+ * made, or null when it is not made yet */
+static napi_value js_take_window(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  uint32_t timeout_ms = 0;
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 1 || napi_get_value_uint32(env, argv[0], &timeout_ms) != napi_ok ||
+      timeout_ms > 1000) {
+    napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG", "takeWindow(timeoutMs) takes 0 to 1000 ms");
+    return NULL;
+  }
+  kf_profile_t *profile = calloc(1, sizeof(*profile));
+  kf_labels_t labels = {0};
+  if (!profile) return throw_code(env, -ENOMEM, 0);
+  pthread_mutex_lock(&lock);
+  int rc = profiler ? kf_profiler_take_window(profiler, (int)timeout_ms, profile)
+                    : -KF_ERR_NOT_RUNNING;
+  pthread_mutex_unlock(&lock);
+  if (rc != 0) {
+    free_profile(env, profile, NULL);
+    if (rc != -EAGAIN) return throw_code(env, rc, 0);
+    napi_value null;
+    CHECK(env, napi_get_null(env, &null));
+    return null;
+  }
+  return profile_result(env, profile, &labels);
+}
+
 /* profileFolded(profile) -> the folded text as a string */
 static napi_value js_profile_folded(napi_env env, napi_callback_info info) {
   napi_value argv[1];
@@ -477,6 +543,22 @@ static napi_value js_running(napi_env env, napi_callback_info info) {
   napi_value v;
   CHECK(env, napi_get_boolean(env, running, &v));
   return v;
+}
+
+/* dropCaches() -> { objects, symbols, bytes } of the symbol tables freed */
+static napi_value js_drop_caches(napi_env env, napi_callback_info info) {
+  (void)info;
+  kf_symbolizer_cache_t dropped = {0};
+  pthread_mutex_lock(&lock);
+  int rc = profiler ? kf_profiler_drop_caches(profiler, &dropped) : 0;
+  pthread_mutex_unlock(&lock);
+  if (rc != 0) return throw_code(env, rc, 0);
+  napi_value o;
+  CHECK(env, napi_create_object(env, &o));
+  CHECK(env, set_num(env, o, "objects", (double)dropped.objects));
+  CHECK(env, set_num(env, o, "symbols", (double)dropped.symbols));
+  CHECK(env, set_num(env, o, "bytes", (double)dropped.bytes));
+  return o;
 }
 
 /* Like throw_code, with the path in front: "cannot write PATH: advice"
@@ -764,7 +846,10 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   napi_property_descriptor props[] = {
       {"start", NULL, js_start, NULL, NULL, NULL, napi_default, NULL},
       {"stop", NULL, js_stop, NULL, NULL, NULL, napi_default, NULL},
+      {"cut", NULL, js_cut, NULL, NULL, NULL, napi_default, NULL},
+      {"takeWindow", NULL, js_take_window, NULL, NULL, NULL, napi_default, NULL},
       {"running", NULL, js_running, NULL, NULL, NULL, napi_default, NULL},
+      {"dropCaches", NULL, js_drop_caches, NULL, NULL, NULL, napi_default, NULL},
       {"profileFolded", NULL, js_profile_folded, NULL, NULL, NULL, napi_default, NULL},
       {"profileSamples", NULL, js_profile_samples, NULL, NULL, NULL, napi_default, NULL},
       {"profileSvg", NULL, js_profile_svg, NULL, NULL, NULL, napi_default, NULL},

@@ -9,11 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "error.h"
 #include "grow.h"
+#include "namer.h"
 #include "perfmap.h"
 
 #define POLL_TIMEOUT_MS 100
@@ -35,6 +37,11 @@
  * the collector wakes only when a ring is half full: at 99 Hz a wake-up
  * every 20 ms cost the collector more than its samples did. */
 #define THREAD_SCAN_NS 50000000ULL
+/* Raw stacks are named into the aggregate this often, or sooner when they
+ * hold this much: what stop() has left to name, and the memory a profile
+ * holds beyond what is distinct. */
+#define FOLD_INTERVAL_NS 1000000000ULL
+#define FOLD_BYTES ((size_t)8 << 20)
 
 /* A thread seen in samples. `source` is the tid owning the opened event its
  * samples are taken from: itself when attached directly, else the creator it
@@ -52,7 +59,21 @@ typedef struct thread {
 struct kf_collector {
   kf_sampler_t *sampler; /* or: */
   kf_timer_t *timer;
-  kf_stacks_t *stacks;
+  kf_stacks_t *stacks;     /* raw, since the last fold */
+  kf_aggregate_t *agg;     /* named: the profile so far */
+  kf_namer_t *namer;
+  uint64_t folded_at;
+  /* Windows of a continuous profile (kf_collector_cut). `lock` guards
+   * cut_at, done and done_stats; `next` is the collector's alone. */
+  pthread_mutex_t lock;
+  pthread_cond_t window_done;
+  uint64_t cut_at;          /* a cut asked for and not yet made, or 0 */
+  kf_aggregate_t *next;     /* samples at or after cut_at */
+  kf_aggregate_t *done;     /* a window made and not yet taken */
+  kf_window_stats_t done_stats;
+  uint64_t window_start;    /* of the window being filled */
+  uint64_t lost_at_window_start, no_memory_at_window_start;
+  int joined; /* the thread has ended (kf_collector_stop) */
   kf_collector_stats_t stats;
   thread_t *threads;
   size_t nthreads, threads_cap;
@@ -449,9 +470,88 @@ static void drain_all(kf_collector_t *c) {
   for (size_t i = 0; i < n; i++) kf_ring_drain(&rings[i], on_record, c);
 }
 
+static const char *comm_of(void *ctx, uint32_t tid) {
+  return kf_collector_comm(ctx, tid);
+}
+
+/* The namer, made on first use; NULL for lack of memory (tried again). */
+static kf_namer_t *namer_of(kf_collector_t *c) {
+  if (!c->namer) {
+    kf_namer_opts_t o = {.symbolizer = c->opts.symbolizer,
+                         .jit = c->jit,
+                         .keep_tiers = c->opts.keep_tiers,
+                         .pid = c->pid,
+                         .comm = comm_of,
+                         .comm_ctx = c};
+    c->namer = kf_namer_new(&o);
+  }
+  return c->namer;
+}
+
+/* Names the raw stacks into the aggregate, once the symbol tables are
+ * loaded (the profiler's preload thread has the symbolizer until then). */
+static void fold(kf_collector_t *c) {
+  if (namer_of(c)) kf_namer_fold(c->namer, c->stacks, c->agg, NULL, 0, &c->stats.no_memory);
+}
+
+static int symbols_ready(const kf_collector_t *c) {
+  return !c->opts.symbols_ready || __atomic_load_n(c->opts.symbols_ready, __ATOMIC_ACQUIRE);
+}
+
+static uint64_t lost_so_far(kf_collector_t *c) {
+  /* After stop the timer's count is in stats.lost, and the timer may be
+   * closed. */
+  if (!c->timer || c->joined) return c->stats.lost;
+  kf_timer_stats_t ts;
+  kf_timer_stats(c->timer, &ts);
+  return c->stats.lost + ts.lost;
+}
+
+/* A window is made once every sample stamped before its cut has been
+ * drained: by a drain that began RETIRE_MARGIN_NS after the cut. */
+static void make_window(kf_collector_t *c, uint64_t cut, uint64_t drain_began) {
+  if (!c->next && !(c->next = kf_aggregate_new(c->opts.timeline_max))) return;
+  if (!namer_of(c)) return;
+  kf_namer_fold(c->namer, c->stacks, c->agg, c->next, cut, &c->stats.no_memory);
+  c->folded_at = drain_began;
+  if (drain_began < cut + RETIRE_MARGIN_NS) return;
+  uint64_t lost = lost_so_far(c);
+  kf_namer_forget(c->namer, c->agg); /* handed over: its address may come back */
+  pthread_mutex_lock(&c->lock);
+  c->done = c->agg;
+  c->done_stats = (kf_window_stats_t){
+      .start = c->window_start,
+      .end = cut,
+      .lost = lost - c->lost_at_window_start,
+      .no_memory = c->stats.no_memory - c->no_memory_at_window_start};
+  c->cut_at = 0;
+  pthread_cond_broadcast(&c->window_done);
+  pthread_mutex_unlock(&c->lock);
+  c->agg = c->next;
+  c->next = NULL;
+  c->window_start = cut;
+  c->lost_at_window_start = lost;
+  c->no_memory_at_window_start = c->stats.no_memory;
+}
+
+static void maybe_fold(kf_collector_t *c, uint64_t now) {
+  if (!symbols_ready(c)) return;
+  pthread_mutex_lock(&c->lock);
+  uint64_t cut = c->done ? 0 : c->cut_at; /* one window handed over at a time */
+  pthread_mutex_unlock(&c->lock);
+  if (cut) {
+    make_window(c, cut, now);
+    return;
+  }
+  if (now - c->folded_at < FOLD_INTERVAL_NS && kf_stacks_bytes(c->stacks) < FOLD_BYTES) return;
+  fold(c);
+  c->folded_at = now;
+}
+
 /* Every sample stamped before the drain began has been processed: code
  * that died before then can no longer name one. */
 static void after_drain(kf_collector_t *c, uint64_t drain_began) {
+  maybe_fold(c, drain_began);
   kf_codemap_t *map = c->opts.codemap;
   if (!map) return;
   if (drain_began > RETIRE_MARGIN_NS)
@@ -562,9 +662,13 @@ int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
   c->pid = (uint32_t)getpid();
   if (sampler) c->owners = kf_sampler_owners(sampler, &c->nowners);
   c->stacks = kf_stacks_new();
+  c->agg = kf_aggregate_new(opts->timeline_max);
+  c->folded_at = c->window_start = kf_now_ns();
+  pthread_mutex_init(&c->lock, NULL);
+  pthread_cond_init(&c->window_done, NULL);
   c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   int rc = c->wake_fd < 0 ? -errno : -ENOMEM;
-  if (!c->stacks || c->wake_fd < 0) goto fail;
+  if (!c->stacks || !c->agg || c->wake_fd < 0) goto fail;
   rc = pthread_create(&c->thread, NULL, run, c);
   if (rc != 0) {
     errno = rc;
@@ -577,6 +681,9 @@ int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
 fail:
   if (c->wake_fd >= 0) close(c->wake_fd);
   kf_stacks_free(c->stacks);
+  kf_aggregate_free(c->agg);
+  pthread_mutex_destroy(&c->lock);
+  pthread_cond_destroy(&c->window_done);
   kf_jitframes_free(c->jit);
   kf_dwarf_free(c->dwarf);
   kf_maps_free(&c->maps);
@@ -589,6 +696,7 @@ void kf_collector_stop(kf_collector_t *c) {
   ssize_t w = write(c->wake_fd, &one, sizeof one);
   (void)w; /* an eventfd write of 1 cannot fail short of overflow */
   pthread_join(c->thread, NULL);
+  c->joined = 1;
   if (c->timer) {
     kf_timer_stats(c->timer, &c->stats.timer);
     c->stats.lost += c->stats.timer.lost;
@@ -603,9 +711,84 @@ void kf_collector_stop(kf_collector_t *c) {
   if (c->dwarf) c->stats.dwarf = *kf_dwarf_stats(c->dwarf);
 }
 
-const kf_stacks_t *kf_collector_stacks(const kf_collector_t *c) {
-  return c->stacks;
+int kf_collector_cut(kf_collector_t *c) {
+  pthread_mutex_lock(&c->lock);
+  int busy = c->cut_at != 0 || c->done != NULL;
+  /* Stamped under the lock: a fold that read no cut before this read it
+   * before this time, so every sample it took was stamped before the cut. */
+  if (!busy) c->cut_at = kf_now_ns();
+  pthread_mutex_unlock(&c->lock);
+  return busy ? -EBUSY : 0;
 }
+
+int kf_collector_take_window(kf_collector_t *c, int timeout_ms, kf_aggregate_t **out,
+                             kf_window_stats_t *stats) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += timeout_ms / 1000;
+  until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&c->lock);
+  int rc = 0;
+  while (!c->done && rc == 0) rc = pthread_cond_timedwait(&c->window_done, &c->lock, &until);
+  *out = c->done;
+  if (c->done) *stats = c->done_stats;
+  c->done = NULL;
+  pthread_mutex_unlock(&c->lock);
+  return *out ? 0 : -EAGAIN;
+}
+
+int kf_collector_finish(kf_collector_t *c) {
+  uint64_t before = c->stats.no_memory;
+  /* A window asked for and not made, or made and not taken, goes into the
+   * profile stop() returns: no sample is lost to a cut in flight. */
+  pthread_mutex_lock(&c->lock);
+  kf_aggregate_t *untaken = c->done;
+  uint64_t cut = c->cut_at;
+  c->done = NULL;
+  c->cut_at = 0;
+  pthread_mutex_unlock(&c->lock);
+  if (c->next) {
+    if (c->namer) kf_namer_fold(c->namer, c->stacks, c->agg, c->next, cut, &c->stats.no_memory);
+    kf_aggregate_merge(c->agg, c->next, &c->stats.no_memory);
+    kf_aggregate_free(c->next);
+    c->next = NULL;
+  }
+  if (untaken) { /* it holds the earlier samples: the rest goes into it */
+    fold(c);
+    kf_aggregate_merge(untaken, c->agg, &c->stats.no_memory);
+    if (c->namer) kf_namer_forget(c->namer, c->agg);
+    kf_aggregate_free(c->agg);
+    c->agg = untaken;
+  }
+  fold(c);
+  if (kf_stacks_count(c->stacks) > 0) { /* no namer: out of memory */
+    size_t n;
+    kf_stacks_samples(c->stacks, &n);
+    c->stats.no_memory += n;
+    kf_stacks_clear(c->stacks);
+  }
+  return c->stats.no_memory == before ? 0 : -ENOMEM;
+}
+
+kf_aggregate_t *kf_collector_aggregate(kf_collector_t *c) { return c->agg; }
+
+void kf_collector_window(kf_collector_t *c, kf_window_stats_t *out) {
+  uint64_t lost = lost_so_far(c);
+  *out = (kf_window_stats_t){.start = c->window_start,
+                             .end = kf_now_ns(),
+                             .lost = lost - c->lost_at_window_start,
+                             .no_memory = c->stats.no_memory - c->no_memory_at_window_start};
+}
+
+void kf_collector_names_stats(const kf_collector_t *c, kf_symbolizer_stats_t *out) {
+  memset(out, 0, sizeof(*out));
+  if (c->namer) kf_namer_stats(c->namer, out);
+}
+
 
 const kf_jitframes_t *kf_collector_jitframes(const kf_collector_t *c) {
   return c->jit;
@@ -625,6 +808,12 @@ void kf_collector_free(kf_collector_t *c) {
   if (!c) return;
   close(c->wake_fd);
   kf_stacks_free(c->stacks);
+  kf_aggregate_free(c->agg);
+  kf_aggregate_free(c->next);
+  kf_aggregate_free(c->done);
+  pthread_mutex_destroy(&c->lock);
+  pthread_cond_destroy(&c->window_done);
+  kf_namer_free(c->namer);
   kf_jitframes_free(c->jit);
   kf_dwarf_free(c->dwarf);
   kf_maps_free(&c->maps);

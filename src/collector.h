@@ -5,7 +5,8 @@
  * disarms it at stop).
  *
  * It wakes when a ring is half full (and at least every 100 ms), turns each
- * PERF_RECORD_SAMPLE into an entry of a kf_stacks_t, counts PERF_RECORD_LOST,
+ * PERF_RECORD_SAMPLE into an entry of a kf_stacks_t, names those about once
+ * a second into the profile's aggregate (namer.h), counts PERF_RECORD_LOST,
  * and follows thread names from PERF_RECORD_COMM. It never calls into Node;
  * what goes wrong on it is counted in kf_collector_stats_t for stop() to
  * report. start/stop are called from the JS thread; results may be read only
@@ -21,7 +22,9 @@
 #include "dwarfunwind.h"
 #include "jitframes.h"
 #include "sampler.h"
+#include "aggregate.h"
 #include "stacks.h"
+#include "symbolizer.h"
 #include "timersampler.h"
 
 typedef struct kf_collector_opts {
@@ -33,6 +36,13 @@ typedef struct kf_collector_opts {
   kf_timer_t *timer;      /* samples from the timer sampler, not perf */
   int dwarf;              /* put back frames a frame-pointer walk skipped
                              under a leaf without one (dwarfunwind.h) */
+  /* Names the stacks as they come (namer.h), once *symbols_ready is set
+   * (by the thread that loads the tables; NULL: ready now). The collector
+   * has the symbolizer from then until it is freed. */
+  kf_symbolizer_t *symbolizer;
+  const int *symbols_ready;
+  int keep_tiers;         /* "~foo" and "*foo" stay apart */
+  uint64_t timeline_max;  /* samples the timeline keeps (timeline.h) */
 } kf_collector_opts_t;
 
 typedef struct kf_collector_stats {
@@ -66,7 +76,34 @@ int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
  * sampler is disabled by the thread itself, the only one arming it. */
 void kf_collector_stop(kf_collector_t *c);
 
-const kf_stacks_t *kf_collector_stacks(const kf_collector_t *c);
+/* A window of a continuous profile: its samples are those stamped in
+ * [start, end) (CLOCK_MONOTONIC ns); lost and no_memory counted while it
+ * was the one being filled. */
+typedef struct kf_window_stats {
+  uint64_t start, end, lost, no_memory;
+} kf_window_stats_t;
+
+/* JS thread: asks for a cut now: the samples stamped before it become a
+ * window of their own, handed over once the rings have given up every sample stamped before
+ * it (within about 150 ms). Returns 0, or -EBUSY while an earlier cut is not
+ * made or its window not taken. */
+int kf_collector_cut(kf_collector_t *c);
+/* JS thread: takes the window the last cut made, waiting up to timeout_ms:
+ * 0 with *out (the caller frees it) and *stats, or -EAGAIN. */
+int kf_collector_take_window(kf_collector_t *c, int timeout_ms, kf_aggregate_t **out,
+                             kf_window_stats_t *stats);
+
+/* After stop, on the JS thread, once the symbol tables are loaded: names
+ * what the thread left unnamed (the last second or so). Returns 0, or
+ * -ENOMEM with the samples lost counted in no_memory. */
+int kf_collector_finish(kf_collector_t *c);
+/* The named profile, after finish: since the last window taken (a window
+ * cut and not taken is part of it). */
+kf_aggregate_t *kf_collector_aggregate(kf_collector_t *c);
+/* The window stop() ends, after it joined: since the last window taken. */
+void kf_collector_window(kf_collector_t *c, kf_window_stats_t *out);
+/* Addresses named from debug files and folded into [object]. */
+void kf_collector_names_stats(const kf_collector_t *c, kf_symbolizer_stats_t *out);
 /* Names of the JIT frames in the stacks (NULL without a code map). */
 const kf_jitframes_t *kf_collector_jitframes(const kf_collector_t *c);
 const kf_collector_stats_t *kf_collector_stats(const kf_collector_t *c);

@@ -6,6 +6,7 @@
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,6 +27,7 @@ struct kf_profiler {
    * own while it samples, so its stop() only names. */
   pthread_t preload;
   int preloading, preloaded;
+  int symbols_ready; /* set by the preload thread when done (atomic) */
   int preload_kernel; /* read by the preload thread: kallsyms too */
   kf_sampler_t *sampler;  /* one of the two samplers, while running */
   kf_timer_t *timer;
@@ -44,9 +46,7 @@ typedef struct root {
 } root_t;
 
 typedef struct fold_ctx {
-  kf_symbolizer_t *symbolizer;
-  const kf_jitframes_t *jit;
-  int keep_tiers;
+  const kf_aggregate_t *agg;
   root_t *roots;
   size_t nroots;
 } fold_ctx_t;
@@ -63,6 +63,8 @@ kf_profiler_t *kf_profiler_new(void) {
 static void *preload_symbols(void *arg) {
   kf_profiler_t *p = arg;
   kf_symbolizer_preload(p->symbolizer, p->preload_kernel);
+  /* The collector may name stacks from here on. */
+  __atomic_store_n(&p->symbols_ready, 1, __ATOMIC_RELEASE);
   return NULL;
 }
 
@@ -77,10 +79,12 @@ static void join_preload(kf_profiler_t *p) {
 static void start_preload(kf_profiler_t *p, int kernel) {
   if (p->preloaded || p->preloading) return;
   p->preload_kernel = kernel;
-  /* Without a thread, stop() loads the tables itself, as it always could. */
+  /* Without a thread, the collector loads the tables as it names. */
   if (pthread_create(&p->preload, NULL, preload_symbols, p) == 0) {
     pthread_setname_np(p->preload, "kflame-symbols");
     p->preloading = 1;
+  } else {
+    __atomic_store_n(&p->symbols_ready, 1, __ATOMIC_RELEASE);
   }
 }
 
@@ -161,12 +165,18 @@ int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
     close_session(p);
     return rc;
   }
+  /* The first session's collector names once the preload is done. */
+  __atomic_store_n(&p->symbols_ready, p->preloaded, __ATOMIC_RELEASE);
   kf_collector_opts_t copts = {.codemap = opts->codemap,
                                .perf_map = p->perf_map,
                                .v8layout = opts->v8layout,
                                .funcpos = opts->funcpos,
                                .timer = p->timer,
-                               .dwarf = opts->dwarf};
+                               .dwarf = opts->dwarf,
+                               .symbolizer = p->symbolizer,
+                               .symbols_ready = &p->symbols_ready,
+                               .keep_tiers = opts->keep_tiers,
+                               .timeline_max = opts->timeline_max};
   rc = kf_collector_start(p->sampler, &copts, &p->collector);
   if (rc != 0) {
     *sys_errno = -rc < KF_ERR_BASE ? -rc : errno;
@@ -177,18 +187,6 @@ int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
   }
   start_preload(p, p->sampler && kf_sampler_info(p->sampler)->kernel);
   return 0;
-}
-
-/* The outermost frame of a stack that is not C library start-up code
- * (clone3, start_thread): the function the thread was started with. */
-static const char *start_routine(kf_symbolizer_t *sym, const kf_stack_t *st) {
-  for (uint32_t i = st->nr; i-- > 0;) {
-    uint64_t ip = st->ips[i];
-    if (ip >= (uint64_t)PERF_CONTEXT_MAX) break; /* only user frames */
-    if (kf_symbolizer_in_libc(sym, ip)) continue;
-    return kf_symbolizer_frame(sym, ip, 0);
-  }
-  return NULL;
 }
 
 /* The main thread's comm now, for a profile in which it has no sample
@@ -204,53 +202,33 @@ static const char *read_main_comm(char buf[16]) {
   return buf;
 }
 
-static int make_roots(kf_profiler_t *p, const kf_stacks_t *stacks,
-                      fold_ctx_t *ctx) {
-  size_t n = kf_stacks_count(stacks);
+/* Each thread's root frame, from what the namer settled (namer.h). */
+static int make_roots(const kf_aggregate_t *agg, fold_ctx_t *ctx) {
+  size_t n;
+  const kf_agg_thread_t *threads = kf_aggregate_threads(agg, &n);
   uint32_t pid = (uint32_t)getpid();
   char main_buf[16];
-  const char *main_comm = kf_collector_comm(p->collector, pid);
+  const char *main_comm = NULL;
+  for (size_t i = 0; i < n && !main_comm; i++)
+    if (threads[i].tid == pid && threads[i].comm[0]) main_comm = threads[i].comm;
   if (!main_comm) main_comm = read_main_comm(main_buf);
   ctx->roots = calloc(n ? n : 1, sizeof(root_t));
   if (!ctx->roots) return -ENOMEM;
   for (size_t i = 0; i < n; i++) {
-    kf_stack_t st;
-    kf_stacks_get(stacks, i, &st);
-    root_t *r = NULL;
-    for (size_t j = 0; j < ctx->nroots && !r; j++)
-      if (ctx->roots[j].tid == st.tid) r = &ctx->roots[j];
-    if (r && r->name) continue;
-    if (!r) {
-      r = &ctx->roots[ctx->nroots++];
-      r->tid = st.tid;
-    }
-    /* A role is settled by the first stack whose outermost frame is one of
-     * Node's start routines. A chain broken by a frame without a frame
-     * pointer (libc is built without) ends in a garbage frame and settles
-     * nothing; threads no stack settled are named by comm below. */
-    const char *routine = start_routine(p->symbolizer, &st);
-    if (st.tid != pid && !kf_thread_role(routine)) continue;
-    const char *comm = kf_collector_comm(p->collector, st.tid);
-    r->name = kf_thread_root(st.tid, pid, comm, main_comm, routine);
-    if (!r->name) return -ENOMEM;
-  }
-  for (size_t j = 0; j < ctx->nroots; j++) {
-    root_t *r = &ctx->roots[j];
-    if (r->name) continue;
-    r->name = kf_thread_root(r->tid, pid, kf_collector_comm(p->collector, r->tid),
-                             main_comm, NULL);
+    const kf_agg_thread_t *t = &threads[i];
+    root_t *r = &ctx->roots[ctx->nroots++];
+    r->tid = t->tid;
+    r->name = kf_thread_root(t->tid, pid, t->comm[0] ? t->comm : NULL, main_comm,
+                             t->settled ? t->routine : NULL);
     if (!r->name) return -ENOMEM;
   }
   return 0;
 }
 
-static const char *frame_name(void *c, uint64_t ip, int kernel) {
-  fold_ctx_t *ctx = c;
-  if (ctx->jit && kf_jitframes_is_token(ip)) {
-    const char *name = kf_jitframes_name(ctx->jit, ip, ctx->keep_tiers);
-    return name ? name : "[jit]_[j]";
-  }
-  return kf_symbolizer_frame(ctx->symbolizer, ip, kernel);
+static const char *frame_name(void *c, uint64_t id, int kernel) {
+  (void)kernel; /* the namer named it in its context */
+  const char *name = kf_aggregate_frame_name(((fold_ctx_t *)c)->agg, id);
+  return name ? name : "[unknown]";
 }
 
 static const char *thread_name(void *c, uint32_t tid) {
@@ -260,43 +238,23 @@ static const char *thread_name(void *c, uint32_t tid) {
   return "[thread]";
 }
 
-static int copy_samples(const kf_stacks_t *stacks, const uint32_t *line_of,
-                        kf_profile_t *out) {
-  size_t n;
-  const kf_sample_t *in = kf_stacks_samples(stacks, &n);
-  out->samples = malloc((n ? n : 1) * sizeof(*out->samples));
-  if (!out->samples) return -ENOMEM;
-  for (size_t i = 0; i < n; i++)
-    out->samples[i] = (kf_profile_sample_t){in[i].time, line_of[in[i].stack], in[i].tid};
-  out->nsamples = n;
-  return 0;
+/* The session's tables are freed; what they took from malloc's heaps (the
+ * collector thread's arena above all) would stay in the process, free but
+ * counted in its RSS, unless handed back. */
+static void give_back_heap(void) {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
 }
 
-int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
-  memset(out, 0, sizeof(*out));
-  if (!kf_profiler_running(p)) return -KF_ERR_NOT_RUNNING;
-  if (p->sampler) kf_sampler_disable(p->sampler);
-  kf_collector_stop(p->collector);
-
-  kf_profile_stats_t *st = &out->stats;
-  const kf_sampler_info_t *info =
-      p->sampler ? kf_sampler_info(p->sampler) : kf_timer_info(p->timer);
-  const kf_collector_stats_t *cs = kf_collector_stats(p->collector);
-  st->samples = cs->samples;
-  st->lost = cs->lost;
-  st->duplicates = cs->duplicates;
-  st->foreign = cs->foreign;
-  st->corrupt = cs->corrupt;
-  st->no_memory = cs->no_memory;
-  st->duration_ns = kf_now_ns() - p->started_ns;
-  st->started_ns = p->started_ns;
-  st->wall_start_ms = p->wall_start_ms;
+/* The stats that say how the session samples, for its result and for each
+ * window of it: set at start, safe to read while the collector runs. */
+static void settings_stats(const kf_profiler_t *p, const kf_sampler_info_t *info,
+                           kf_profile_stats_t *st) {
   st->hz = p->opts.sampler.hz;
   st->mode = p->sampler ? KF_MODE_PERF : KF_MODE_TIMER;
   st->perf_refused = p->perf_refused;
   st->perf_refused_errno = p->perf_refused_errno;
-  st->timer = cs->timer;
-  st->dwarf = cs->dwarf;
   st->event = p->opts.sampler.event;
   st->kernel = info->kernel;
   st->kernel_refused = info->kernel_refused;
@@ -305,19 +263,73 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
   st->ring_pages_asked = info->ring_pages_asked;
   st->attached = info->threads;
   st->cpus = info->cpus;
+  st->stack_bytes = info->stack_bytes;
+  st->v8_layout = p->opts.v8layout != NULL;
+  st->code_events_dropped = kf_jithook_dropped();
+}
+
+/* The folded text, roots and timeline of a named profile (a session's or
+ * a window's) into out, with the counts of out->stats that come from it. */
+static int profile_of(kf_aggregate_t *agg, uint32_t max_frames, kf_profile_t *out) {
+  kf_profile_stats_t *st = &out->stats;
+  kf_aggregate_stats_t as;
+  kf_aggregate_stats(agg, &as);
+  st->samples = as.samples;
+  st->named_stacks = kf_stacks_count(kf_aggregate_stacks(agg));
+  st->named_frames = as.frames;
+  st->aggregate_bytes = as.bytes;
+  fold_ctx_t ctx = {.agg = agg};
+  int rc = make_roots(agg, &ctx);
+  if (rc == 0) {
+    const kf_stacks_t *stacks = kf_aggregate_stacks(agg);
+    st->threads = (uint32_t)ctx.nroots;
+    kf_fold_names_t names = {.frame = frame_name,
+                             .thread = thread_name,
+                             .ctx = &ctx,
+                             .max_frames = max_frames};
+    out->line_of = malloc((kf_stacks_count(stacks) + 1) * sizeof(*out->line_of));
+    rc = out->line_of ? kf_fold(stacks, &names, &out->folded, &out->folded_len, out->line_of)
+                      : -ENOMEM;
+  }
+  if (rc == 0) {
+    out->timeline = kf_aggregate_take_timeline(agg);
+    st->timeline_samples = kf_timeline_count(out->timeline);
+    st->timeline_dropped = kf_timeline_dropped(out->timeline);
+    st->timeline_bytes = kf_timeline_bytes(out->timeline);
+  }
+  for (size_t i = 0; i < ctx.nroots; i++) free(ctx.roots[i].name);
+  free(ctx.roots);
+  return rc;
+}
+
+int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
+  memset(out, 0, sizeof(*out));
+  if (!kf_profiler_running(p)) return -KF_ERR_NOT_RUNNING;
+  uint64_t t0 = kf_now_ns();
+  if (p->sampler) kf_sampler_disable(p->sampler);
+  kf_collector_stop(p->collector);
+
+  kf_profile_stats_t *st = &out->stats;
+  st->stop_drain_ns = kf_now_ns() - t0;
+  const kf_sampler_info_t *info =
+      p->sampler ? kf_sampler_info(p->sampler) : kf_timer_info(p->timer);
+  const kf_collector_stats_t *cs = kf_collector_stats(p->collector);
+  settings_stats(p, info, st);
+  st->duplicates = cs->duplicates;
+  st->foreign = cs->foreign;
+  st->corrupt = cs->corrupt;
+  st->timer = cs->timer;
+  st->dwarf = cs->dwarf;
   st->jit_frames = cs->jit.named;
   st->interpreted_named = cs->jit.interpreted_named;
   st->interpreted_unnamed = cs->jit.interpreted_unnamed;
   st->running_added = cs->jit.running_added;
   st->inlined = cs->jit.inlined;
   st->stack_copies_short = cs->jit.copy_short;
-  st->stack_bytes = info->stack_bytes;
   st->stack_copies = cs->stack_copies;
   st->stack_copy_bytes = cs->stack_bytes;
-  st->v8_layout = p->opts.v8layout != NULL;
   st->perf_map_writes = cs->perf_map_writes;
   st->perf_map_errors = cs->perf_map_errors;
-  st->code_events_dropped = kf_jithook_dropped();
   if (p->opts.codemap) {
     kf_codemap_stats_t ms;
     kf_codemap_stats(p->opts.codemap, &ms);
@@ -340,33 +352,35 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
   kf_timer_close(p->timer);
   p->timer = NULL;
 
-  const kf_stacks_t *stacks = kf_collector_stacks(p->collector);
+  /* The collector named all but its last second or so (namer.h). */
   join_preload(p);
-  fold_ctx_t ctx = {.symbolizer = p->symbolizer,
-                    .jit = kf_collector_jitframes(p->collector),
-                    .keep_tiers = p->opts.keep_tiers};
-  if (rc == 0) rc = kf_symbolizer_begin(p->symbolizer);
-  if (rc == 0) rc = make_roots(p, stacks, &ctx);
-  if (rc == 0) {
-    st->threads = (uint32_t)ctx.nroots;
-    kf_fold_names_t names = {.frame = frame_name,
-                             .thread = thread_name,
-                             .ctx = &ctx,
-                             .max_frames = max_frames};
-    uint32_t *line_of = malloc((kf_stacks_count(stacks) + 1) * sizeof(*line_of));
-    rc = line_of ? kf_fold(stacks, &names, &out->folded, &out->folded_len, line_of)
-                 : -ENOMEM;
-    if (rc == 0) rc = copy_samples(stacks, line_of, out);
-    free(line_of);
-  }
+  uint64_t t1 = kf_now_ns();
+  kf_collector_finish(p->collector); /* what it could not name is counted */
+  st->stop_name_ns = kf_now_ns() - t1;
+  /* Since the last window a continuous profile took, if any. */
+  kf_window_stats_t ws;
+  kf_collector_window(p->collector, &ws);
+  st->started_ns = ws.start;
+  st->duration_ns = kf_now_ns() - ws.start;
+  st->wall_start_ms = p->wall_start_ms + (ws.start - p->started_ns) / 1000000;
+  st->lost = ws.lost;
+  st->no_memory = ws.no_memory;
+  uint64_t t2 = kf_now_ns();
+  if (rc == 0) rc = profile_of(kf_collector_aggregate(p->collector), max_frames, out);
+  st->stop_fold_ns = kf_now_ns() - t2;
   st->kernel_hidden = st->kernel && kf_symbolizer_kernel_hidden(p->symbolizer);
   kf_symbolizer_stats_t ss;
-  kf_symbolizer_stats(p->symbolizer, &ss);
+  kf_collector_names_stats(p->collector, &ss);
   st->native_from_debug = ss.from_debug;
   st->native_folded = ss.folded;
-  for (size_t i = 0; i < ctx.nroots; i++) free(ctx.roots[i].name);
-  free(ctx.roots);
+  kf_symbolizer_cache_t cache;
+  kf_symbolizer_cache(p->symbolizer, &cache); /* the collector has joined */
+  st->symbol_cache_bytes = cache.bytes;
   close_session(p);
+  uint64_t t3 = kf_now_ns();
+  give_back_heap();
+  st->stop_trim_ns = kf_now_ns() - t3;
+  st->stop_ns = kf_now_ns() - t0;
   return rc;
 }
 
@@ -374,8 +388,47 @@ void kf_profile_free(kf_profile_t *profile) {
   free(profile->perf_map);
   profile->perf_map = NULL;
   free(profile->folded);
-  free(profile->samples);
+  free(profile->line_of);
+  kf_timeline_free(profile->timeline);
   profile->folded = NULL;
-  profile->samples = NULL;
-  profile->nsamples = 0;
+  profile->line_of = NULL;
+  profile->timeline = NULL;
+}
+
+int kf_profiler_drop_caches(kf_profiler_t *p, kf_symbolizer_cache_t *dropped) {
+  if (kf_profiler_running(p)) return -KF_ERR_RUNNING;
+  join_preload(p);
+  kf_symbolizer_cache(p->symbolizer, dropped);
+  kf_symbolizer_drop(p->symbolizer);
+  give_back_heap();
+  p->preloaded = 0; /* the next session loads them on its own thread again */
+  return 0;
+}
+
+int kf_profiler_cut(kf_profiler_t *p) {
+  if (!kf_profiler_running(p)) return -KF_ERR_NOT_RUNNING;
+  return kf_collector_cut(p->collector);
+}
+
+int kf_profiler_take_window(kf_profiler_t *p, int timeout_ms, kf_profile_t *out) {
+  memset(out, 0, sizeof(*out));
+  if (!kf_profiler_running(p)) return -KF_ERR_NOT_RUNNING;
+  kf_aggregate_t *agg;
+  kf_window_stats_t ws;
+  int rc = kf_collector_take_window(p->collector, timeout_ms, &agg, &ws);
+  if (rc != 0) return rc;
+  kf_profile_stats_t *st = &out->stats;
+  settings_stats(p, p->sampler ? kf_sampler_info(p->sampler) : kf_timer_info(p->timer), st);
+  st->started_ns = ws.start;
+  st->duration_ns = ws.end - ws.start;
+  st->wall_start_ms = p->wall_start_ms + (ws.start - p->started_ns) / 1000000;
+  st->lost = ws.lost;
+  st->no_memory = ws.no_memory;
+  uint32_t max_frames = (p->sampler ? kf_sampler_info(p->sampler) : kf_timer_info(p->timer))->max_stack;
+  uint64_t t0 = kf_now_ns();
+  rc = profile_of(agg, max_frames, out);
+  st->stop_fold_ns = st->stop_ns = kf_now_ns() - t0;
+  kf_aggregate_free(agg);
+  if (rc != 0) kf_profile_free(out);
+  return rc;
 }

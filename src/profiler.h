@@ -13,6 +13,8 @@
 #include "codemap.h"
 #include "dwarfunwind.h"
 #include "sampler.h"
+#include "symbolizer.h"
+#include "timeline.h"
 #include "timersampler.h"
 #include "v8frames.h"
 
@@ -33,6 +35,7 @@ typedef struct kf_profile_opts {
                             from DWARF call-frame information */
   const char *perf_map;  /* perf map path kept fresh while profiling and
                             written at stop, or NULL */
+  uint64_t timeline_max; /* samples the timeline keeps (timeline.h) */
 } kf_profile_opts_t;
 
 typedef struct kf_profile_stats {
@@ -72,21 +75,28 @@ typedef struct kf_profile_stats {
   long perf_map_lines;           /* written at stop; -errno on failure */
   uint64_t perf_map_writes;      /* while profiling */
   uint64_t perf_map_errors;
+  /* The timeline (timeline.h): samples kept, dropped past its bound (or
+   * all of them without one), bytes. */
+  uint64_t timeline_samples, timeline_dropped, timeline_bytes;
+  uint64_t symbol_cache_bytes; /* symbol tables kept for the next profile */
+  /* What the profile held at stop (aggregate.h): distinct named stacks,
+   * distinct frame names, bytes (the timeline's included). */
+  uint64_t named_stacks, named_frames, aggregate_bytes;
+  /* What stop() took: in all, the last drain and joining the collector,
+   * naming what it left, folding the named stacks into text, handing the
+   * freed heap back (malloc_trim). */
+  uint64_t stop_ns, stop_drain_ns, stop_name_ns, stop_fold_ns, stop_trim_ns;
 } kf_profile_stats_t;
 
-/* One sample: which line of the folded text, when, on which thread. */
-typedef struct kf_profile_sample {
-  uint64_t time; /* CLOCK_MONOTONIC ns */
-  uint32_t line; /* 0-based line of `folded` */
-  uint32_t tid;
-} kf_profile_sample_t;
 
 typedef struct kf_profile {
   char *perf_map; /* the perf map path kept while profiling, or NULL */
   char *folded;
   size_t folded_len;
-  kf_profile_sample_t *samples; /* every sample, in the order collected */
-  size_t nsamples;
+  /* Every sample kept, in the order collected: its stack is the 0-based
+   * line line_of[stack] of `folded`. */
+  kf_timeline_t *timeline;
+  uint32_t *line_of;
   kf_profile_stats_t stats;
 } kf_profile_t;
 
@@ -109,5 +119,21 @@ int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
 int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out);
 
 void kf_profile_free(kf_profile_t *profile);
+
+/* Continuous profiles. cut() asks for the samples so far (since the last
+ * window) to become a window of their own; take_window() returns it, as a
+ * profile like stop()'s, once made (about 150 ms after the cut; it waits up
+ * to timeout_ms). cut returns 0, -EBUSY while the last cut's window is not
+ * taken, or -KF_ERR_NOT_RUNNING; take_window 0, -EAGAIN (not made yet) or
+ * an error. Windows tile the profile's time: a sample goes to the window
+ * its time falls in; stop() returns the samples after the last window
+ * taken, a window cut and not taken included. JS thread. */
+int kf_profiler_cut(kf_profiler_t *p);
+int kf_profiler_take_window(kf_profiler_t *p, int timeout_ms, kf_profile_t *out);
+
+/* Frees the symbol tables kept across profiles (symbolizer.h), saying what
+ * they held in *dropped; the next start() loads them again. Returns 0, or
+ * -KF_ERR_RUNNING while a profile runs (its collector names with them). */
+int kf_profiler_drop_caches(kf_profiler_t *p, kf_symbolizer_cache_t *dropped);
 
 #endif

@@ -1,6 +1,7 @@
+#define _GNU_SOURCE
 #include "stacks.h"
 
-#include "grow.h"
+#include "mapped.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -39,23 +40,20 @@ kf_stacks_t *kf_stacks_new(void) { return calloc(1, sizeof(kf_stacks_t)); }
 
 void kf_stacks_free(kf_stacks_t *s) {
   if (!s) return;
-  free(s->entries);
-  free(s->slots);
-  free(s->ips);
-  free(s->samples);
+  kf_stacks_clear(s);
   free(s);
 }
 
 static int rehash(kf_stacks_t *s) {
   size_t n = s->nslots ? s->nslots * 2 : 1024;
-  uint32_t *slots = calloc(n, sizeof(uint32_t));
+  uint32_t *slots = kf_mapped_calloc(n, sizeof(uint32_t));
   if (!slots) return -ENOMEM;
   for (size_t i = 0; i < s->nentries; i++) {
     size_t j = s->entries[i].hash & (n - 1);
     while (slots[j]) j = (j + 1) & (n - 1);
     slots[j] = (uint32_t)(i + 1);
   }
-  free(s->slots);
+  kf_mapped_free(s->slots, s->nslots, sizeof(uint32_t));
   s->slots = slots;
   s->nslots = n;
   return 0;
@@ -66,15 +64,11 @@ int kf_stacks_add(kf_stacks_t *s, uint32_t tid, uint64_t time,
   return kf_stacks_add_n(s, tid, time, ips, nr, 1);
 }
 
-int kf_stacks_add_n(kf_stacks_t *s, uint32_t tid, uint64_t time,
-                    const uint64_t *ips, uint32_t nr, uint64_t periods) {
-  if (periods == 0 || periods > SIZE_MAX / 2 ||
-      kf_grow((void **)&s->samples, &s->samples_cap, s->nsamples + periods,
-              sizeof(kf_sample_t), 1024))
-    return -ENOMEM;
+/* The index of (tid, ips), added with a count of 0 when new; -ENOMEM. */
+static int find_or_add(kf_stacks_t *s, uint32_t tid, const uint64_t *ips,
+                       uint32_t nr, uint32_t *out) {
   /* Keep the table at most half full. */
   if ((s->nentries + 1) * 2 > s->nslots && rehash(s)) return -ENOMEM;
-
   uint64_t h = hash_stack(tid, ips, nr);
   size_t j = h & (s->nslots - 1);
   for (; s->slots[j]; j = (j + 1) & (s->nslots - 1)) {
@@ -82,32 +76,61 @@ int kf_stacks_add_n(kf_stacks_t *s, uint32_t tid, uint64_t time,
     /* nr == 0 is the kernel's empty callchain; ips may then be NULL, and
      * memcmp must not see it even for 0 bytes. */
     if (e->hash == h && e->tid == tid && e->nr == nr &&
-        (nr == 0 || memcmp(s->ips + e->ips_off, ips, nr * sizeof(uint64_t)) == 0))
-      break;
+        (nr == 0 || memcmp(s->ips + e->ips_off, ips, nr * sizeof(uint64_t)) == 0)) {
+      *out = s->slots[j] - 1;
+      return 0;
+    }
   }
+  if (s->nentries >= UINT32_MAX - 1 ||
+      kf_mapped_grow((void **)&s->entries, &s->entries_cap, s->nentries + 1,
+              sizeof(entry_t), 1024) ||
+      /* At least one slot, so the pool exists and an empty stack's ips
+       * (s->ips + ips_off) is never NULL + 0. */
+      kf_mapped_grow((void **)&s->ips, &s->ips_cap, s->nips + nr + (s->ips == NULL),
+              sizeof(uint64_t), 1024))
+    return -ENOMEM;
+  uint32_t id = (uint32_t)s->nentries++;
+  s->entries[id] = (entry_t){
+      .hash = h, .count = 0, .ips_off = s->nips, .tid = tid, .nr = nr};
+  if (nr) memcpy(s->ips + s->nips, ips, nr * sizeof(uint64_t));
+  s->nips += nr;
+  s->slots[j] = id + 1;
+  *out = id;
+  return 0;
+}
+
+int kf_stacks_add_n(kf_stacks_t *s, uint32_t tid, uint64_t time,
+                    const uint64_t *ips, uint32_t nr, uint64_t periods) {
   uint32_t id;
-  if (s->slots[j]) {
-    id = s->slots[j] - 1;
-  } else {
-    if (s->nentries >= UINT32_MAX - 1 ||
-        kf_grow((void **)&s->entries, &s->entries_cap, s->nentries + 1,
-                sizeof(entry_t), 1024) ||
-        /* At least one slot, so the pool exists and an empty stack's ips
-         * (s->ips + ips_off) is never NULL + 0. */
-        kf_grow((void **)&s->ips, &s->ips_cap, s->nips + nr + (s->ips == NULL),
-                sizeof(uint64_t), 1024))
-      return -ENOMEM;
-    id = (uint32_t)s->nentries++;
-    s->entries[id] = (entry_t){
-        .hash = h, .count = 0, .ips_off = s->nips, .tid = tid, .nr = nr};
-    if (nr) memcpy(s->ips + s->nips, ips, nr * sizeof(uint64_t));
-    s->nips += nr;
-    s->slots[j] = id + 1;
-  }
+  if (periods == 0 || periods > SIZE_MAX / 2 ||
+      kf_mapped_grow((void **)&s->samples, &s->samples_cap, s->nsamples + periods,
+              sizeof(kf_sample_t), 1024) ||
+      find_or_add(s, tid, ips, nr, &id))
+    return -ENOMEM;
   s->entries[id].count += periods;
   for (uint64_t i = 0; i < periods; i++)
     s->samples[s->nsamples++] = (kf_sample_t){.time = time, .stack = id, .tid = tid};
   return 0;
+}
+
+int kf_stacks_count_n(kf_stacks_t *s, uint32_t tid, const uint64_t *ips,
+                      uint32_t nr, uint64_t count, uint32_t *id) {
+  if (find_or_add(s, tid, ips, nr, id)) return -ENOMEM;
+  s->entries[*id].count += count;
+  return 0;
+}
+
+void kf_stacks_clear(kf_stacks_t *s) {
+  kf_mapped_free(s->entries, s->entries_cap, sizeof(entry_t));
+  kf_mapped_free(s->slots, s->nslots, sizeof(uint32_t));
+  kf_mapped_free(s->ips, s->ips_cap, sizeof(uint64_t));
+  kf_mapped_free(s->samples, s->samples_cap, sizeof(kf_sample_t));
+  memset(s, 0, sizeof(*s));
+}
+
+size_t kf_stacks_bytes(const kf_stacks_t *s) {
+  return s->entries_cap * sizeof(entry_t) + s->nslots * sizeof(uint32_t) +
+         s->ips_cap * sizeof(uint64_t) + s->samples_cap * sizeof(kf_sample_t);
 }
 
 size_t kf_stacks_count(const kf_stacks_t *s) { return s->nentries; }

@@ -4,8 +4,10 @@
  * its timestamp and stack id, so exports can replay samples over time.
  *
  * Callchains are kept exactly as the kernel wrote them, leaf first, with the
- * PERF_CONTEXT_* markers in place: naming happens later, at stop().
- * Written by the collector thread only; read after the collector has joined.
+ * PERF_CONTEXT_* markers in place: the collector names a window of them at a
+ * time (namer.h) into an aggregate (aggregate.h), which keeps its named
+ * chains in a kf_stacks_t too, without the sample list.
+ * Used by one thread at a time.
  */
 #ifndef KF_STACKS_H
 #define KF_STACKS_H
@@ -42,6 +44,18 @@ int kf_stacks_add(kf_stacks_t *s, uint32_t tid, uint64_t time,
  * many times. periods >= 1. */
 int kf_stacks_add_n(kf_stacks_t *s, uint32_t tid, uint64_t time,
                     const uint64_t *ips, uint32_t nr, uint64_t periods);
+
+/* Counts `count` samples of a stack without keeping them in the sample
+ * list (an aggregate whose timeline is kept elsewhere); *id receives the
+ * stack's index. Returns 0 or -ENOMEM. */
+int kf_stacks_count_n(kf_stacks_t *s, uint32_t tid, const uint64_t *ips,
+                      uint32_t nr, uint64_t count, uint32_t *id);
+
+/* Forgets every stack and sample, and gives their memory back. */
+void kf_stacks_clear(kf_stacks_t *s);
+
+/* Bytes held. */
+size_t kf_stacks_bytes(const kf_stacks_t *s);
 
 size_t kf_stacks_count(const kf_stacks_t *s);
 void kf_stacks_get(const kf_stacks_t *s, size_t i, kf_stack_t *out);

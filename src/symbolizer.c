@@ -77,8 +77,7 @@ static void forget_names(kf_symbolizer_t *s) {
   s->nnames = s->names_cap = 0;
 }
 
-void kf_symbolizer_free(kf_symbolizer_t *s) {
-  if (!s) return;
+void kf_symbolizer_drop(kf_symbolizer_t *s) {
   forget_names(s);
   kf_maps_free(&s->maps);
   for (size_t i = 0; i < s->nobjects; i++) {
@@ -86,9 +85,38 @@ void kf_symbolizer_free(kf_symbolizer_t *s) {
     kf_elf_free(s->objects[i].elf);
   }
   free(s->objects);
-  free(s->debug_dirs_text);
+  s->objects = NULL;
+  s->nobjects = s->objects_cap = 0;
   kf_elf_free(s->vdso);
+  s->vdso = NULL;
+  s->vdso_tried = 0;
   kf_symtab_free(s->kernel);
+  s->kernel = NULL;
+  s->kernel_tried = s->kernel_hidden = 0;
+}
+
+void kf_symbolizer_cache(const kf_symbolizer_t *s, kf_symbolizer_cache_t *out) {
+  memset(out, 0, sizeof(*out));
+  for (size_t i = 0; i < s->nobjects; i++) {
+    const kf_elf_t *elf = s->objects[i].elf;
+    out->objects++;
+    if (!elf) continue;
+    out->symbols += kf_symtab_count(elf->syms);
+    out->bytes += kf_symtab_bytes(elf->syms);
+  }
+  if (s->kernel) {
+    out->symbols += kf_symtab_count(s->kernel);
+    out->bytes += kf_symtab_bytes(s->kernel);
+  }
+  for (size_t i = 0; i < s->names_cap; i++)
+    if (s->names[i].name) out->bytes += strlen(s->names[i].name) + 1;
+  out->bytes += s->names_cap * sizeof(named_t);
+}
+
+void kf_symbolizer_free(kf_symbolizer_t *s) {
+  if (!s) return;
+  kf_symbolizer_drop(s);
+  free(s->debug_dirs_text);
   free(s);
 }
 

@@ -50,6 +50,16 @@ typedef struct kf_symbolizer_stats {
 } kf_symbolizer_stats_t;
 void kf_symbolizer_stats(const kf_symbolizer_t *s, kf_symbolizer_stats_t *out);
 
+/* What the tables kept across profiles hold (ELF symbols of every object
+ * seen, kallsyms): objects and bytes. */
+typedef struct kf_symbolizer_cache {
+  uint64_t objects, symbols, bytes;
+} kf_symbolizer_cache_t;
+void kf_symbolizer_cache(const kf_symbolizer_t *s, kf_symbolizer_cache_t *out);
+
+/* Frees those tables (the next profile loads them again). */
+void kf_symbolizer_drop(kf_symbolizer_t *s);
+
 /* 1 when kernel frames could not be named (addresses hidden). */
 int kf_symbolizer_kernel_hidden(kf_symbolizer_t *s);
 

@@ -83,3 +83,7 @@ const char *kf_symtab_name(const kf_symtab_t *tab, const kf_sym_t *sym) {
 }
 
 size_t kf_symtab_count(const kf_symtab_t *tab) { return tab->count; }
+
+size_t kf_symtab_bytes(const kf_symtab_t *tab) {
+  return tab ? sizeof(*tab) + tab->cap * sizeof(kf_sym_t) + tab->pool_cap : 0;
+}

@@ -39,4 +39,7 @@ const char *kf_symtab_name(const kf_symtab_t *tab, const kf_sym_t *sym);
 
 size_t kf_symtab_count(const kf_symtab_t *tab);
 
+/* Bytes the table holds. */
+size_t kf_symtab_bytes(const kf_symtab_t *tab);
+
 #endif

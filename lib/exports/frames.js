@@ -165,10 +165,14 @@ function timeOrder (samples) {
   return Uint32Array.from(Array.from(order).sort((a, b) => samples.time[a] - samples.time[b] || a - b))
 }
 
-/** Samples per stack: counted from model.samples when there are, else the stacks' counts. */
-function lineCounts (model) {
+/**
+ * Samples per stack: counted from model.samples when there are (what a
+ * replay over time shows), else, or with `whole`, the stacks' counts (every
+ * sample, also those a bounded timeline dropped).
+ */
+function lineCounts (model, whole = false) {
   const counts = new Float64Array(model.stacks.length)
-  if (model.samples) {
+  if (model.samples && !whole) {
     for (const line of model.samples.line) counts[line]++
   } else {
     model.stacks.forEach((s, i) => { counts[i] = s.count })

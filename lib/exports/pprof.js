@@ -150,9 +150,10 @@ function fileOf (f) {
 }
 
 // Distinct stacks with their sample counts, in frame order (stacks may repeat
-// in a model: they add up). Stacks without samples are left out.
+// in a model: they add up). Stacks without samples are left out. Counted
+// from the stacks: a timeline past its bound holds only the newest samples.
 function aggregate (model) {
-  const counts = lineCounts(model)
+  const counts = lineCounts(model, true)
   const byKey = new Map()
   model.stacks.forEach((s, line) => {
     if (counts[line] === 0) return

@@ -3,6 +3,7 @@
  * of fixture libraries (built by the Makefile), and thread root names. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <linux/perf_event.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "../../src/debugfile.h"
 #include "../../src/elfsyms.h"
 #include "../../src/kallsyms.h"
+#include "../../src/namer.h"
 #include "../../src/procmaps.h"
 #include "../../src/symbolizer.h"
 #include "../../src/symtab.h"
@@ -154,6 +156,75 @@ static void elf_names_this_binary(void) {
   kf_maps_free(&maps);
 }
 
+__attribute__((noinline)) int kftest_other_function(int x) {
+  return x * 5 + 2;
+}
+
+static const char *comm_of(void *ctx, uint32_t tid) {
+  (void)ctx, (void)tid;
+  return "kftest-comm";
+}
+
+/* Raw chains named as they are collected: two addresses of one function
+ * make one named chain; samples go to the window of their time. */
+static void namer_folds_windows(void) {
+  kf_symbolizer_t *sym = kf_symbolizer_new();
+  uint32_t pid = (uint32_t)getpid();
+  kf_namer_opts_t o = {.symbolizer = sym, .pid = pid, .comm = comm_of};
+  kf_namer_t *n = kf_namer_new(&o);
+  kf_stacks_t *raw = kf_stacks_new();
+  kf_aggregate_t *a = kf_aggregate_new(100), *b = kf_aggregate_new(100);
+  uint64_t f = (uint64_t)(uintptr_t)&kftest_marker_function;
+  uint64_t g = (uint64_t)(uintptr_t)&kftest_other_function;
+  uint64_t c1[] = {(uint64_t)PERF_CONTEXT_USER, f + 1, g + 2};
+  uint64_t c2[] = {(uint64_t)PERF_CONTEXT_USER, f + 3, g + 2};
+  CHECK(kf_stacks_add(raw, pid, 10, c1, 3) == 0);
+  CHECK(kf_stacks_add(raw, pid, 20, c2, 3) == 0);
+  CHECK(kf_stacks_add(raw, pid, 30, c1, 3) == 0);
+  uint64_t dropped = 0;
+  CHECK(kf_namer_fold(n, raw, a, b, 25, &dropped) == 0);
+  CHECK_EQ_U64(dropped, 0);
+  CHECK_EQ_U64(kf_stacks_count(raw), 0); /* emptied */
+  const kf_stacks_t *sa = kf_aggregate_stacks(a), *sb = kf_aggregate_stacks(b);
+  CHECK_EQ_U64(kf_stacks_count(sa), 1);
+  CHECK_EQ_U64(kf_stacks_count(sb), 1);
+  kf_stack_t st;
+  kf_stacks_get(sa, 0, &st);
+  CHECK(st.count == 2 && st.nr == 3 && st.ips[0] == (uint64_t)PERF_CONTEXT_USER);
+  CHECK_STR(kf_aggregate_frame_name(a, st.ips[1]), "kftest_marker_function");
+  CHECK_STR(kf_aggregate_frame_name(a, st.ips[2]), "kftest_other_function");
+  kf_stacks_get(sb, 0, &st);
+  CHECK(st.count == 1);
+  CHECK_STR(kf_aggregate_frame_name(b, st.ips[1]), "kftest_marker_function");
+  /* Timelines: by window, ids of the named chain. */
+  kf_timeline_iter_t it;
+  kf_sample_t smp;
+  kf_timeline_iter(kf_aggregate_timeline(a), &it);
+  CHECK(kf_timeline_next(&it, &smp) && smp.time == 10 && smp.stack == 0);
+  CHECK(kf_timeline_next(&it, &smp) && smp.time == 20 && smp.stack == 0);
+  CHECK(!kf_timeline_next(&it, &smp));
+  kf_timeline_iter(kf_aggregate_timeline(b), &it);
+  CHECK(kf_timeline_next(&it, &smp) && smp.time == 30);
+  /* The main thread settled by its first stack; its comm kept. */
+  size_t nt;
+  const kf_agg_thread_t *t = kf_aggregate_threads(a, &nt);
+  CHECK(nt == 1 && t[0].tid == pid && t[0].settled);
+  CHECK_STR(t[0].routine, "kftest_other_function");
+  CHECK_STR(t[0].comm, "kftest-comm");
+  /* A later window into the same aggregate reuses its names. */
+  CHECK(kf_stacks_add(raw, pid, 40, c2, 3) == 0);
+  CHECK(kf_namer_fold(n, raw, a, NULL, 0, &dropped) == 0);
+  kf_stacks_get(sa, 0, &st);
+  CHECK_EQ_U64(kf_stacks_count(sa), 1);
+  CHECK_EQ_U64(st.count, 3);
+  kf_namer_forget(n, a);
+  kf_aggregate_free(a);
+  kf_aggregate_free(b);
+  kf_stacks_free(raw);
+  kf_namer_free(n);
+  kf_symbolizer_free(sym);
+}
+
 static void elf_refuses_non_elf(void) {
   static const char junk[64] = "definitely not an ELF file";
   kf_elf_t *elf = NULL;
@@ -294,6 +365,7 @@ static const kftest_case_t cases[] = {
     {"procmaps: parses lines", procmaps_parses_lines},
     {"elf: names a function of this binary", elf_names_this_binary},
     {"elf: refuses what is not ELF", elf_refuses_non_elf},
+    {"namer: raw chains named into windows", namer_folds_windows},
     {"threadrole: root names", thread_roots},
     {NULL, NULL},
 };
