@@ -62,6 +62,11 @@ function dropCaches () {
   return binding.dropCaches()
 }
 
+// A profile without end, handed over in windows (lib/continuous.js).
+function continuous (options) {
+  return require('./continuous').continuous(options)
+}
+
 function isRunning () {
   return binding.running()
 }
@@ -77,7 +82,7 @@ function writePerfMap (path = defaultPerfMapPath()) {
   return { path, lines: binding.writePerfMap(path) }
 }
 
-module.exports = { start, stop, isRunning, dropCaches, label, writePerfMap, fromFolded, renderSvg, renderSvgFile, Profile }
+module.exports = { start, stop, isRunning, dropCaches, continuous, label, writePerfMap, fromFolded, renderSvg, renderSvgFile, Profile }
 
 // The HTTP endpoints (lib/http.js: http, listen, fastify) drive start/stop
 // through this module, so they join it last.
