@@ -515,16 +515,17 @@ static napi_value js_write_perf_map(napi_env env, napi_callback_info info) {
 
 /* SVG options as lib/svg.js checked them; titles are copied into t. */
 typedef struct svg_texts {
-  char title[1024], subtitle[1024];
+  char title[1024], subtitle[1024], cwd[4096];
 } svg_texts_t;
 
 static int get_svg_opts(napi_env env, napi_value obj, kf_svg_opts_t *o,
                         svg_texts_t *t) {
-  int has_title = 0, has_subtitle = 0;
+  int has_title = 0, has_subtitle = 0, has_cwd = 0;
   uint32_t width = 1200;
   *o = (kf_svg_opts_t){.minwidth = 0.1};
   if (get_str(env, obj, "title", t->title, sizeof t->title, &has_title) ||
       get_str(env, obj, "subtitle", t->subtitle, sizeof t->subtitle, &has_subtitle) ||
+      get_str(env, obj, "cwd", t->cwd, sizeof t->cwd, &has_cwd) ||
       get_u32(env, obj, "width", &width) ||
       get_double(env, obj, "minwidth", &o->minwidth) ||
       get_bool(env, obj, "inverted", &o->inverted) ||
@@ -533,6 +534,7 @@ static int get_svg_opts(napi_env env, napi_value obj, kf_svg_opts_t *o,
   o->width = width;
   if (has_title) o->title = t->title;
   if (has_subtitle) o->subtitle = t->subtitle;
+  if (has_cwd) o->cwd = t->cwd;
   return 0;
 }
 

@@ -3,6 +3,10 @@
  * (SVG with its own script: hover details, click to zoom, regex search with
  * the matched share, state kept in the URL). Pure; any thread.
  *
+ * Frames are children of one <g id="frames"> (a browser lays out a flat
+ * root in quadratic time); each carries its full name in a <title> and a
+ * short label (src/framelabel.h) as text, omitted where it would not fit.
+ *
  * Frames narrower than `minwidth` pixels are not drawn; their samples still
  * count in their parent's width, and how many frames and samples were
  * merged that way is reported. Names are escaped for XML, invalid UTF-8 is
@@ -28,6 +32,8 @@ typedef struct kf_svg_opts {
   double minwidth;      /* pixels; frames narrower are merged */
   int inverted;         /* icicle: roots at the top */
   int reverse;          /* stacks read leaf first */
+  const char *cwd;      /* NULL: none; labels of the app's own JS files
+                           are shown relative to it (src/framelabel.h) */
 } kf_svg_opts_t;
 
 typedef struct kf_svg_stats {
