@@ -16,7 +16,7 @@
 #define FRAME_HEIGHT 16
 #define FONT_SIZE 12
 #define CHAR_WIDTH (FONT_SIZE * 0.59) /* Verdana's average, as the script */
-#define NAME_MAX_BYTES 1000
+#define NAME_MAX_BYTES KF_SVG_NAME_MAX_BYTES
 
 typedef struct buf {
   char *p;
@@ -49,7 +49,7 @@ static void printf_(buf_t *b, const char *fmt, ...) {
 
 /* Length of the valid UTF-8 sequence at s (1-4), or 0 when invalid,
  * overlong, a surrogate, or U+FFFE/U+FFFF (not allowed in XML). */
-static size_t utf8_len(const unsigned char *s, size_t n) {
+size_t kf_svg_utf8_len(const unsigned char *s, size_t n) {
   unsigned char c = s[0];
   size_t k;
   unsigned char lo = 0x80, hi = 0xBF;
@@ -76,7 +76,7 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
 static size_t chars(const char *s, size_t n) {
   size_t count = 0;
   for (size_t i = 0; i < n; count++) {
-    size_t k = (unsigned char)s[i] < 0x80 ? 1 : utf8_len((const unsigned char *)s + i, n - i);
+    size_t k = (unsigned char)s[i] < 0x80 ? 1 : kf_svg_utf8_len((const unsigned char *)s + i, n - i);
     i += k ? k : 1;
   }
   return count;
@@ -113,7 +113,7 @@ static void put_escaped(buf_t *b, const char *s, size_t n, size_t max_chars) {
       i++;
       continue;
     }
-    size_t k = utf8_len((const unsigned char *)s + i, n - i);
+    size_t k = kf_svg_utf8_len((const unsigned char *)s + i, n - i);
     if (k) put(b, s + i, k);
     else puts_(b, "\xEF\xBF\xBD");
     i += k ? k : 1;
@@ -192,7 +192,7 @@ static int kind_of(const kf_ftnode_t *f) {
 }
 
 /* Deterministic: the kind picks the palette, a hash of the name the shade. */
-static void colour(const kf_ftnode_t *f, unsigned char rgb[3]) {
+void kf_svg_colour(const kf_ftnode_t *f, unsigned char rgb[3]) {
   const palette_t *p = &palettes[kind_of(f)];
   uint64_t h = 1469598103934665603ULL;
   for (size_t i = 0; i < f->name_len; i++)
@@ -260,7 +260,7 @@ static void put_frame(render_t *r, const kf_ftnode_t *f, double x, double w,
                       int y) {
   buf_t *b = r->b;
   unsigned char rgb[3];
-  colour(f, rgb);
+  kf_svg_colour(f, rgb);
   double pct = r->t->nodes[0].total ? 100.0 * (double)f->total / (double)r->t->nodes[0].total : 0;
   puts_(b, "<g><title>");
   put_name(b, f);
