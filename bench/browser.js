@@ -111,10 +111,8 @@ function renderAll (dir, size, folded, pl) {
   fs.writeFileSync(svgFile, profile.svg({ width: WIDTH }))
   out.push({ tool: 'kflame SVG', file: svgFile })
   const htmlFile = path.join(dir, `${size}.kflame.html`)
-  if (profile.html) {
-    fs.writeFileSync(htmlFile, profile.html({ width: WIDTH }))
-    out.push({ tool: 'kflame HTML', file: htmlFile })
-  }
+  fs.writeFileSync(htmlFile, profile.html({ width: WIDTH }))
+  out.push({ tool: 'kflame HTML', file: htmlFile })
   if (pl) {
     const plFile = path.join(dir, `${size}.flamegraph-pl.svg`)
     const r = spawnSync('perl', [pl, '--width', String(WIDTH), foldedFile], { maxBuffer: 1 << 30 })
