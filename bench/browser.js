@@ -218,7 +218,7 @@ async function main () {
       width: WIDTH,
       browser: version,
       method: 'new tab per trial, page.goto(file://) to the load event then two requestAnimationFrame; ' +
-        'one untimed warm-up open per file; tools alternate within a round; median of the rounds',
+        'one untimed warm-up open per file; tools alternate within a round',
       peers: {
         flamegraphPl: pl ? { sha256: crypto.createHash('sha256').update(fs.readFileSync(pl)).digest('hex') } : null,
         notes
