@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../../src/flametree.h"
+#include "../../src/flamehtml.h"
 #include "../../src/framelabel.h"
 #include "../../src/svg.h"
 #include "kftest.h"
@@ -289,6 +290,40 @@ static void svg_frames_grouped_with_short_labels(void) {
   free(svg);
 }
 
+/* The HTML graph's data: hostile names cannot leave the <script> element,
+ * frames carry depth, name entry, samples and the gap of left-out
+ * siblings, entries the SVG's colour and the short label. */
+static void html_data_is_safe_and_compact(void) {
+  const char *text = "main;</script><b>&x 6\n"
+                     "main;line\xE2\x80\xA8sep 6\n"
+                     "main;bad\xFF utf8 6\n"
+                     "main;f /srv/node_modules/p/i.js:1:2_[j] 1000\n"
+                     "main;a 1\n"; /* 1 of 1019 samples at 1180 px: 1.16 px */
+  kf_svg_opts_t o = {.minwidth = 2, .cwd = "/srv"};
+  kf_svg_stats_t st;
+  char *data;
+  size_t len;
+  CHECK(kf_flamehtml_data(text, strlen(text), &o, &data, &len, &st) == 0);
+  CHECK(strlen(data) == len);
+  CHECK(!strstr(data, "<") && !strstr(data, ">") && !strstr(data, "&"));
+  CHECK(strstr(data, "\"\\u003c/script\\u003e\\u003cb\\u003e\\u0026x\""));
+  CHECK(strstr(data, "line\\u2028sep"));
+  CHECK(strstr(data, "bad\\ufffd utf8"));
+  CHECK(strstr(data, "[\"f /srv/node_modules/p/i.js:1:2_[j]\",\""));
+  CHECK(strstr(data, "\",\"f p/i.js:1\"]"));
+  /* Children sorted by name: "</script>..." (6), "a" (1, left out: 1.16 px
+   * < 2), "bad..." (6, after a gap of 1), "f" (1000), "line..." (6). */
+  CHECK(strstr(data, "\"frames\":[0,0,1019,0,1,1,1019,0,2,2,6,0,2,3,6,1,2,4,1000,0,2,5,6,0]}"));
+  CHECK_EQ_U64(st.merged_frames, 1);
+  CHECK_EQ_U64(st.drawn, 6);
+  /* The same (name, colour) is one entry however often it is drawn. */
+  free(data);
+  const char *twice = "t1;x 5\nt2;x 5\n";
+  CHECK(kf_flamehtml_data(twice, strlen(twice), &o, &data, &len, &st) == 0);
+  CHECK(strstr(data, "\"frames\":[0,0,10,0,1,1,5,0,2,2,5,0,1,3,5,0,2,2,5,0]"));
+  free(data);
+}
+
 static const kftest_case_t cases[] = {
     {"flametree: merge, count, sort children", tree_merges_counts_and_sorts},
     {"flametree: bad lines counted, not fatal", tree_counts_bad_lines},
@@ -302,6 +337,7 @@ static const kftest_case_t cases[] = {
     {"flametree: the total never passes 2^53 - 1", tree_total_never_passes_2_53},
     {"svg: threads render at once", svg_renders_on_threads_at_once},
     {"framelabel: short labels", labels_are_short},
+    {"flamehtml: safe, compact data", html_data_is_safe_and_compact},
     {"svg: frames grouped, short labels, no empty text", svg_frames_grouped_with_short_labels},
     {NULL, NULL},
 };
