@@ -39,6 +39,8 @@
         "src/flametree.c",
         "src/svg.c",
         "src/svgscript.c",
+        "src/framelabel.c",
+        "src/flamehtml.c",
         "src/jit_shim.cc"
       ],
       "cflags_c": ["-std=gnu11", "-Wall", "-Wextra", "-O2", "-fno-omit-frame-pointer"],

@@ -120,6 +120,15 @@ const BENCHES = [
     tables: (r) => require('./render').readmeTables(r)
   },
   {
+    file: 'browser.json',
+    title: 'Opening a flame graph in a browser: kflame SVG and HTML against flamegraph.pl',
+    script: 'bench/browser.js',
+    about: (r) => `${r.quick ? 'quick run, ' : ''}headless ${r.browser}, ${r.width}-px graphs; ${r.method}; ` +
+      `median of ${r.rounds} rounds (min-max)` +
+      (r.peers && r.peers.notes && r.peers.notes.length ? `; ${r.peers.notes.join('; ')}` : ''),
+    tables: (r) => require('./browser').readmeTables(r)
+  },
+  {
     file: 'labels.json',
     title: 'The cost of `kflame.label()`',
     script: 'bench/labels.js',

@@ -56,6 +56,7 @@ const ENDPOINTS = {
 
 const FORMATS = {
   svg: { type: 'image/svg+xml; charset=utf-8', ext: 'svg', disposition: 'inline' },
+  html: { type: 'text/html; charset=utf-8', ext: 'html', disposition: 'inline' },
   folded: { type: 'text/plain; charset=utf-8', ext: 'folded', disposition: 'inline' },
   cpuprofile: { type: 'application/json; charset=utf-8', ext: 'cpuprofile', disposition: 'attachment' },
   trace: { type: 'application/json; charset=utf-8', ext: 'trace.json', disposition: 'attachment' },
@@ -526,9 +527,10 @@ function sendProfile (res, profile, format, session, { stopMs, autoStoppedAt }) 
   const f = FORMATS[format]
   const t0 = performance.now()
   let body
-  if (format === 'svg') {
-    body = profile.svg(autoStoppedAt ? { title: `Flame Graph (stopped after maxDuration, ${session.maxDuration / 1000} s)` } : undefined)
-  } else if (format === 'folded') body = profile.folded
+  const graphOptions = autoStoppedAt ? { title: `Flame Graph (stopped after maxDuration, ${session.maxDuration / 1000} s)` } : undefined
+  if (format === 'svg') body = profile.svg(graphOptions)
+  else if (format === 'html') body = profile.html(graphOptions)
+  else if (format === 'folded') body = profile.folded
   else if (format === 'cpuprofile') body = JSON.stringify(profile.cpuprofile())
   else if (format === 'trace') body = JSON.stringify(profile.traceEvents())
   else body = profile.pprof()
@@ -545,6 +547,12 @@ function sendProfile (res, profile, format, session, { stopMs, autoStoppedAt }) 
     'X-Kflame-Hz': String(s.hz),
     'X-Kflame-Mode': String(s.mode),
     'X-Kflame-Warnings': String(s.warnings.length)
+  }
+  // The flame graphs run their own inline script on this origin: they may
+  // do that and nothing else (no requests, no other scripts), whatever a
+  // frame name holds.
+  if (format === 'svg' || format === 'html') {
+    headers['Content-Security-Policy'] = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"
   }
   if (autoStoppedAt) headers['X-Kflame-Auto-Stopped'] = new Date(autoStoppedAt).toISOString()
   send(res, 200, headers, body)

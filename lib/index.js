@@ -20,6 +20,7 @@ const { kflameError } = require('./errors')
 const { checkPath } = require('./safefile')
 const { Profile, makeStats } = require('./profile')
 const { renderSvg, renderSvgFile } = require('./svg')
+const { renderHtml } = require('./html')
 const { fromFolded } = require('./folded')
 const { label } = require('./labels')
 const workers = require('./workers')
@@ -82,7 +83,7 @@ function writePerfMap (path = defaultPerfMapPath()) {
   return { path, lines: binding.writePerfMap(path) }
 }
 
-module.exports = { start, stop, isRunning, dropCaches, continuous, label, writePerfMap, fromFolded, renderSvg, renderSvgFile, Profile }
+module.exports = { start, stop, isRunning, dropCaches, continuous, label, writePerfMap, fromFolded, renderSvg, renderSvgFile, renderHtml, Profile }
 
 // The HTTP endpoints (lib/http.js: http, listen, fastify) drive start/stop
 // through this module, so they join it last.

@@ -13,6 +13,7 @@ const { kflameError } = require('./errors')
 // Profile becomes its bytes.
 const FORMATS = {
   svg: { ext: '.svg', render: (p, svgOptions) => p.svg(svgOptions) },
+  html: { ext: '.html', render: (p, svgOptions) => p.html(svgOptions) },
   folded: { ext: '.folded', render: (p) => p.folded },
   cpuprofile: { ext: '.cpuprofile', render: (p) => JSON.stringify(p.cpuprofile()) },
   trace: { ext: '.json', render: (p) => JSON.stringify(p.traceEvents()) },
@@ -23,13 +24,15 @@ const FORMATS = {
 const EXTENSIONS = [
   ['.pb.gz', 'pprof'],
   ['.svg', 'svg'],
+  ['.html', 'html'],
+  ['.htm', 'html'],
   ['.folded', 'folded'],
   ['.txt', 'folded'],
   ['.cpuprofile', 'cpuprofile'],
   ['.json', 'trace']
 ]
 
-const EXTENSION_LIST = '.svg, .folded, .txt, .cpuprofile, .json (Chrome trace events) or .pb.gz (pprof)'
+const EXTENSION_LIST = '.svg, .html (flame graph on a canvas), .folded, .txt, .cpuprofile, .json (Chrome trace events) or .pb.gz (pprof)'
 const FORMAT_LIST = Object.keys(FORMATS).join('|')
 
 function isFormat (name) {

@@ -10,6 +10,7 @@
 
 const binding = require('./binding')
 const { renderSvg, checkSvgOptions } = require('./svg')
+const { renderHtml, profileHtml } = require('./html')
 const { toCpuprofile, toTraceEvents, toPprof, parseFoldedLine } = require('./exports')
 const output = require('./output')
 const { kflameError } = require('./errors')
@@ -92,9 +93,19 @@ class Profile {
   }
 
   /**
+   * The HTML flame graph (a self-contained page drawn on a canvas, for
+   * profiles too big for an SVG), with the SVG's options.
+   */
+  html (options) {
+    const checked = this.#svgOptions(options)
+    const native = this.#nativeText()
+    return native ? profileHtml(native, checked).html : renderHtml(this.folded, checked).html
+  }
+
+  /**
    * Writes the profile to `path` in `options.format` (by default the one the
-   * extension picks: .svg, .folded/.txt, .cpuprofile, .json, .pb.gz), with
-   * `options.svg` as the flame graph's options. The file is created anew
+   * extension picks: .svg, .html, .folded/.txt, .cpuprofile, .json, .pb.gz),
+   * with `options.svg` as the flame graph's options (SVG and HTML). The file is created anew
    * beside the target and renamed over it (see docs/security.md). Folded
    * text and SVG of a live profile go from C to the file, whatever their
    * size. Returns the format written.

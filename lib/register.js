@@ -11,7 +11,7 @@
 //   KFLAME_OUT     a file (its extension picks the format) or a directory
 //                  (exists, or ends with '/': <dir>/kflame-<pid>.<ext>);
 //                  %p expands to the pid; default ./kflame-<pid>.svg
-//   KFLAME_FORMAT  svg|folded|cpuprofile|trace|pprof: the format in a
+//   KFLAME_FORMAT  svg|html|folded|cpuprofile|trace|pprof: the format in a
 //                  directory (default folded) and of the default file name
 //   KFLAME_QUIET=1 no summary line on stderr
 // A misconfiguration stops the process with exit code 2 before the app runs;

@@ -12,7 +12,10 @@ const DEFAULTS = Object.freeze({
   width: 1200,
   minwidth: 0.1,
   inverted: false,
-  reverse: false
+  reverse: false,
+  // Labels of the app's own JS files are shown relative to this directory
+  // (src/framelabel.h); undefined: process.cwd() when rendered.
+  cwd: undefined
 })
 
 function invalid (message) {
@@ -48,6 +51,10 @@ function checkSvgOptions (options) {
   }
   if (typeof minwidth !== 'number' || !(minwidth >= 0) || minwidth > o.width) {
     throw invalid('svg(options): minwidth must be pixels (a number >= 0) or a percentage such as "0.5%"')
+  }
+  if (o.cwd === undefined) o.cwd = process.cwd()
+  if (typeof o.cwd !== 'string' || Buffer.byteLength(o.cwd) > 4000 || o.cwd.includes('\0')) {
+    throw invalid('svg(options): cwd must be a directory path (a string of at most 4000 bytes)')
   }
   for (const name of ['inverted', 'reverse']) {
     if (typeof o[name] !== 'boolean') throw invalid(`svg(options): ${name} must be a boolean`)

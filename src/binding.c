@@ -22,6 +22,7 @@
 #include "safefile.h"
 #include "sigwatch.h"
 #include "svg.h"
+#include "flamehtml.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static kf_profiler_t *profiler;
@@ -597,16 +598,17 @@ static napi_value js_write_perf_map(napi_env env, napi_callback_info info) {
 
 /* SVG options as lib/svg.js checked them; titles are copied into t. */
 typedef struct svg_texts {
-  char title[1024], subtitle[1024];
+  char title[1024], subtitle[1024], cwd[4096];
 } svg_texts_t;
 
 static int get_svg_opts(napi_env env, napi_value obj, kf_svg_opts_t *o,
                         svg_texts_t *t) {
-  int has_title = 0, has_subtitle = 0;
+  int has_title = 0, has_subtitle = 0, has_cwd = 0;
   uint32_t width = 1200;
   *o = (kf_svg_opts_t){.minwidth = 0.1};
   if (get_str(env, obj, "title", t->title, sizeof t->title, &has_title) ||
       get_str(env, obj, "subtitle", t->subtitle, sizeof t->subtitle, &has_subtitle) ||
+      get_str(env, obj, "cwd", t->cwd, sizeof t->cwd, &has_cwd) ||
       get_u32(env, obj, "width", &width) ||
       get_double(env, obj, "minwidth", &o->minwidth) ||
       get_bool(env, obj, "inverted", &o->inverted) ||
@@ -615,6 +617,7 @@ static int get_svg_opts(napi_env env, napi_value obj, kf_svg_opts_t *o,
   o->width = width;
   if (has_title) o->title = t->title;
   if (has_subtitle) o->subtitle = t->subtitle;
+  if (has_cwd) o->cwd = t->cwd;
   return 0;
 }
 
@@ -631,30 +634,36 @@ static napi_value svg_stats(napi_env env, const kf_svg_stats_t *st) {
   return stats;
 }
 
-/* { svg, stats } of folded[0..len): rendered in C, the result a JS string. */
-static napi_value svg_result(napi_env env, const char *folded, size_t len,
-                             const kf_svg_opts_t *o) {
-  char *svg = NULL;
-  size_t svg_len = 0;
+/* kf_svg_render or kf_flamehtml_data: same arguments, same stats. */
+typedef int (*renderer_t)(const char *, size_t, const kf_svg_opts_t *, char **, size_t *,
+                          kf_svg_stats_t *);
+
+/* { svg, stats } (or { data, stats } of the HTML flame graph) of
+ * folded[0..len): rendered in C, the result a JS string. */
+static napi_value render_result(napi_env env, const char *folded, size_t len,
+                                const kf_svg_opts_t *o, int html) {
+  char *text_c = NULL;
+  size_t text_len = 0;
   kf_svg_stats_t st;
-  int rc = kf_svg_render(folded, len, o, &svg, &svg_len, &st);
+  renderer_t render = html ? kf_flamehtml_data : kf_svg_render;
+  int rc = render(folded, len, o, &text_c, &text_len, &st);
   if (rc) return throw_code(env, rc, 0);
-  napi_value text = js_string_of(env, svg, svg_len, "SVG",
-                                 "write it to a file with profile.write(path) "
-                                 "or renderSvgFile(in, out)");
-  free(svg);
+  napi_value text = js_string_of(env, text_c, text_len, html ? "HTML flame graph's data" : "SVG",
+                                 html ? "write the folded text with profile.write(path) and "
+                                        "render a smaller part of it"
+                                      : "write it to a file with profile.write(path) "
+                                        "or renderSvgFile(in, out)");
+  free(text_c);
   if (!text) return NULL;
   napi_value result, stats;
   CHECK(env, napi_create_object(env, &result));
-  CHECK(env, napi_set_named_property(env, result, "svg", text));
+  CHECK(env, napi_set_named_property(env, result, html ? "data" : "svg", text));
   if (!(stats = svg_stats(env, &st))) return NULL;
   CHECK(env, napi_set_named_property(env, result, "stats", stats));
   return result;
 }
 
-/* renderSvg(folded, { title, subtitle, width, minwidth, inverted, reverse })
- * -> { svg, stats }. Options arrive checked by lib/. */
-static napi_value js_render_svg(napi_env env, napi_callback_info info) {
+static napi_value render_string(napi_env env, napi_callback_info info, int html) {
   size_t argc = 2;
   napi_value argv[2];
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
@@ -664,29 +673,51 @@ static napi_value js_render_svg(napi_env env, napi_callback_info info) {
   if (argc < 2 || napi_get_value_string_utf8(env, argv[0], NULL, 0, &len) != napi_ok ||
       get_svg_opts(env, argv[1], &o, &texts)) {
     napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG",
-                          "renderSvg(folded, options) takes a string and options");
+                          html ? "htmlData(folded, options) takes a string and options"
+                               : "renderSvg(folded, options) takes a string and options");
     return NULL;
   }
   char *folded = malloc(len + 1);
   if (!folded) return throw_code(env, -ENOMEM, 0);
   napi_get_value_string_utf8(env, argv[0], folded, len + 1, &len);
-  napi_value result = svg_result(env, folded, len, &o);
+  napi_value result = render_result(env, folded, len, &o, html);
   free(folded);
   return result;
 }
 
-/* profileSvg(profile, options) -> { svg, stats }: straight from the C text. */
-static napi_value js_profile_svg(napi_env env, napi_callback_info info) {
+/* renderSvg(folded, { title, subtitle, width, minwidth, inverted, reverse,
+ * cwd }) -> { svg, stats }. Options arrive checked by lib/. */
+static napi_value js_render_svg(napi_env env, napi_callback_info info) {
+  return render_string(env, info, 0);
+}
+
+/* htmlData(folded, options) -> { data, stats }: src/flamehtml.h's JSON. */
+static napi_value js_html_data(napi_env env, napi_callback_info info) {
+  return render_string(env, info, 1);
+}
+
+static napi_value render_profile(napi_env env, napi_callback_info info, int html) {
   napi_value argv[2];
   kf_svg_opts_t o;
   svg_texts_t texts;
   kf_profile_t *p = profile_args(env, info, 2, argv);
   if (!p) return NULL;
   if (get_svg_opts(env, argv[1], &o, &texts)) {
-    napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG", "profileSvg(profile, options)");
+    napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG",
+                          html ? "profileHtmlData(profile, options)" : "profileSvg(profile, options)");
     return NULL;
   }
-  return svg_result(env, p->folded ? p->folded : "", p->folded_len, &o);
+  return render_result(env, p->folded ? p->folded : "", p->folded_len, &o, html);
+}
+
+/* profileSvg(profile, options) -> { svg, stats }: straight from the C text. */
+static napi_value js_profile_svg(napi_env env, napi_callback_info info) {
+  return render_profile(env, info, 0);
+}
+
+/* profileHtmlData(profile, options) -> { data, stats }. */
+static napi_value js_profile_html_data(napi_env env, napi_callback_info info) {
+  return render_profile(env, info, 1);
 }
 
 /* Renders folded[0..len) into the file `path` (src/safefile.h's rules;
@@ -853,6 +884,8 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
       {"profileFolded", NULL, js_profile_folded, NULL, NULL, NULL, napi_default, NULL},
       {"profileSamples", NULL, js_profile_samples, NULL, NULL, NULL, napi_default, NULL},
       {"profileSvg", NULL, js_profile_svg, NULL, NULL, NULL, napi_default, NULL},
+      {"profileHtmlData", NULL, js_profile_html_data, NULL, NULL, NULL, napi_default, NULL},
+      {"htmlData", NULL, js_html_data, NULL, NULL, NULL, napi_default, NULL},
       {"profileWrite", NULL, js_profile_write, NULL, NULL, NULL, napi_default, NULL},
       {"profileSvgFile", NULL, js_profile_svg_file, NULL, NULL, NULL, napi_default, NULL},
       {"watchSignal", NULL, js_watch_signal, NULL, NULL, NULL, napi_default, NULL},

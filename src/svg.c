@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "flametree.h"
+#include "framelabel.h"
 #include "grow.h"
 #include "svgscript.h"
 
@@ -15,7 +16,7 @@
 #define FRAME_HEIGHT 16
 #define FONT_SIZE 12
 #define CHAR_WIDTH (FONT_SIZE * 0.59) /* Verdana's average, as the script */
-#define NAME_MAX_BYTES 1000
+#define NAME_MAX_BYTES KF_SVG_NAME_MAX_BYTES
 
 typedef struct buf {
   char *p;
@@ -48,7 +49,7 @@ static void printf_(buf_t *b, const char *fmt, ...) {
 
 /* Length of the valid UTF-8 sequence at s (1-4), or 0 when invalid,
  * overlong, a surrogate, or U+FFFE/U+FFFF (not allowed in XML). */
-static size_t utf8_len(const unsigned char *s, size_t n) {
+size_t kf_svg_utf8_len(const unsigned char *s, size_t n) {
   unsigned char c = s[0];
   size_t k;
   unsigned char lo = 0x80, hi = 0xBF;
@@ -75,7 +76,7 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
 static size_t chars(const char *s, size_t n) {
   size_t count = 0;
   for (size_t i = 0; i < n; count++) {
-    size_t k = (unsigned char)s[i] < 0x80 ? 1 : utf8_len((const unsigned char *)s + i, n - i);
+    size_t k = (unsigned char)s[i] < 0x80 ? 1 : kf_svg_utf8_len((const unsigned char *)s + i, n - i);
     i += k ? k : 1;
   }
   return count;
@@ -112,7 +113,7 @@ static void put_escaped(buf_t *b, const char *s, size_t n, size_t max_chars) {
       i++;
       continue;
     }
-    size_t k = utf8_len((const unsigned char *)s + i, n - i);
+    size_t k = kf_svg_utf8_len((const unsigned char *)s + i, n - i);
     if (k) put(b, s + i, k);
     else puts_(b, "\xEF\xBF\xBD");
     i += k ? k : 1;
@@ -191,7 +192,7 @@ static int kind_of(const kf_ftnode_t *f) {
 }
 
 /* Deterministic: the kind picks the palette, a hash of the name the shade. */
-static void colour(const kf_ftnode_t *f, unsigned char rgb[3]) {
+void kf_svg_colour(const kf_ftnode_t *f, unsigned char rgb[3]) {
   const palette_t *p = &palettes[kind_of(f)];
   uint64_t h = 1469598103934665603ULL;
   for (size_t i = 0; i < f->name_len; i++)
@@ -214,6 +215,7 @@ typedef struct render {
   double minwidth;
   int height, bottom_pad;
   uint32_t drawn_depth;
+  buf_t label;     /* scratch: the label being drawn */
   uint32_t *stack; /* DFS */
   double *xs;
   size_t stack_cap, xs_cap;
@@ -224,29 +226,57 @@ static int frame_y(const render_t *r, uint32_t depth, int top) {
                         : r->height - r->bottom_pad - ((int)depth + 1) * FRAME_HEIGHT;
 }
 
+/* The frame's label (src/framelabel.h) as drawn at width w, into r->label:
+ * cut to what fits, with "..", or empty below 3 characters. Names over
+ * NAME_MAX_BYTES show as in the title, cut with "...", unshortened (the
+ * script, which reads the title, does the same). */
+static size_t label_of(render_t *r, const kf_ftnode_t *f, double w, int *cut_dots) {
+  long fit = (long)((w - 3) / CHAR_WIDTH);
+  buf_t *l = &r->label;
+  l->len = 0;
+  *cut_dots = 0;
+  if (fit < 3) return 0;
+  if (f->name_len > NAME_MAX_BYTES) {
+    size_t cut = NAME_MAX_BYTES;
+    while (cut && ((unsigned char)f->name[cut] & 0xC0) == 0x80) cut--;
+    put(l, f->name, cut);
+    puts_(l, "...");
+  } else {
+    size_t head, tail, end;
+    kf_framelabel(f->name, f->name_len, r->o->cwd, &head, &tail, &end);
+    put(l, f->name, head);
+    put(l, f->name + tail, end - tail);
+  }
+  if (l->failed || l->len == 0) return 0;
+  if (chars(l->p, l->len) <= (size_t)fit) return (size_t)-1;
+  *cut_dots = 1;
+  return (size_t)fit - 2;
+}
+
+/* One frame: <g><title>full name (N samples, P%)</title><rect/><text/></g>.
+ * A frame too narrow for a label has no <text> (the script adds one when a
+ * zoom widens it): most frames of a big graph are that narrow. */
 static void put_frame(render_t *r, const kf_ftnode_t *f, double x, double w,
                       int y) {
   buf_t *b = r->b;
   unsigned char rgb[3];
-  colour(f, rgb);
+  kf_svg_colour(f, rgb);
   double pct = r->t->nodes[0].total ? 100.0 * (double)f->total / (double)r->t->nodes[0].total : 0;
-  puts_(b, "<g class=\"f\"><title>");
+  puts_(b, "<g><title>");
   put_name(b, f);
   printf_(b, " (%llu samples, %.2f%%)</title><rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
-             "height=\"%d\" fill=\"rgb(%u,%u,%u)\" rx=\"2\" ry=\"2\"/><text x=\"%.1f\" y=\"%.1f\">",
-          (unsigned long long)f->total, pct, x, y, w, FRAME_HEIGHT - 1, rgb[0], rgb[1], rgb[2],
-          x + 3, y + 10.5);
-  long fit = (long)((w - 3) / CHAR_WIDTH);
-  size_t len = f->name_len > NAME_MAX_BYTES ? NAME_MAX_BYTES : f->name_len;
-  if (fit >= 3) {
-    if (chars(f->name, len) <= (size_t)fit) {
-      put_escaped(b, f->name, len, (size_t)-1);
-    } else {
-      put_escaped(b, f->name, len, (size_t)fit - 2);
-      puts_(b, "..");
-    }
+             "height=\"%d\" fill=\"rgb(%u,%u,%u)\" rx=\"2\" ry=\"2\"/>",
+          (unsigned long long)f->total, pct, x, y, w, FRAME_HEIGHT - 1, rgb[0], rgb[1], rgb[2]);
+  int dots;
+  size_t max_chars = label_of(r, f, w, &dots);
+  if (r->label.failed) b->failed = 1;
+  if (max_chars) {
+    printf_(b, "<text x=\"%.1f\" y=\"%.1f\">", x + 3, y + 10.5);
+    put_escaped(b, r->label.p, r->label.len, max_chars);
+    if (dots) puts_(b, "..");
+    puts_(b, "</text>");
   }
-  puts_(b, "</text></g>\n");
+  puts_(b, "</g>\n");
 }
 
 /* First pass: how deep do drawn frames go (sets the image height). Second
@@ -337,28 +367,41 @@ int kf_svg_render(const char *folded, size_t len, const kf_svg_opts_t *o,
   printf_(&b,
           "<?xml version=\"1.0\" standalone=\"no\"?>\n"
           "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%u\" "
-          "height=\"%d\" viewBox=\"0 0 %u %d\" data-inverted=\"%d\">\n",
+          "height=\"%d\" viewBox=\"0 0 %u %d\" data-inverted=\"%d\" data-cwd=\"",
           width, r.height, width, r.height, o->inverted ? 1 : 0);
-  puts_(&b, "<style>");
+  if (o->cwd) put_escaped(&b, o->cwd, strlen(o->cwd), (size_t)-1);
+  puts_(&b, "\">\n<style>");
   puts_(&b, kf_svg_style);
   puts_(&b, "</style>\n<script><![CDATA[\n");
   puts_(&b, kf_svg_script);
   puts_(&b, "]]></script>\n");
   printf_(&b, "<rect width=\"100%%\" height=\"100%%\" fill=\"#f8f8f8\"/>\n");
+  /* Every frame inside one group: Chromium lays out thousands of children
+   * of the root <svg> in time that grows with the square of their number
+   * (a 37,875-frame graph took 33 s to open, 3.7 s once in a group). */
+  puts_(&b, "<g id=\"frames\">\n");
+  rc = walk(&r, 1, top);
+  if (rc) goto out;
+  puts_(&b, "</g>\n");
+  /* After the frames, so drawn over them: the script moves these two with
+   * the scroll of a graph taller than the window, to stay in view. */
+  printf_(&b, "<g id=\"header\"><rect width=\"100%%\" height=\"%d\" fill=\"#f8f8f8\"/>\n", top - 6);
   put_text(&b, "title", NULL, width / 2.0, 24, title);
   if (o->subtitle) put_text(&b, "subtitle", NULL, width / 2.0, 42, o->subtitle);
   put_text(&b, "unzoom", "button hide", PAD_X, 24, "Reset Zoom");
   put_text(&b, "search", "button", width - PAD_X - 100, 24, "Search");
+  puts_(&b, "</g>\n");
+  printf_(&b, "<g id=\"footer\"><rect y=\"%d\" width=\"100%%\" height=\"%d\" fill=\"#f8f8f8\"/>\n",
+          r.height - r.bottom_pad + 2, r.bottom_pad - 2);
   put_text(&b, "details", NULL, PAD_X, r.height - 17, " ");
   put_text(&b, "matched", NULL, width - PAD_X, r.height - 17, " ");
-  rc = walk(&r, 1, top);
-  if (rc) goto out;
   if (st->merged_frames) {
     char note[160];
     snprintf(note, sizeof note, "%llu frames (%llu samples) narrower than %.2f px merged into their parents",
              (unsigned long long)st->merged_frames, (unsigned long long)st->merged_samples, o->minwidth);
     put_text(&b, "merged", NULL, PAD_X, r.height - 3, note);
   }
+  puts_(&b, "</g>\n");
   puts_(&b, "</svg>\n");
   if (b.failed) {
     rc = -ENOMEM;
@@ -369,6 +412,7 @@ int kf_svg_render(const char *folded, size_t len, const kf_svg_opts_t *o,
   b.p = NULL;
 out:
   free(b.p);
+  free(r.label.p);
   free(r.stack);
   free(r.xs);
   kf_flametree_free(&t);

@@ -3,6 +3,10 @@
  * (SVG with its own script: hover details, click to zoom, regex search with
  * the matched share, state kept in the URL). Pure; any thread.
  *
+ * Frames are children of one <g id="frames"> (a browser lays out a flat
+ * root in quadratic time); each carries its full name in a <title> and a
+ * short label (src/framelabel.h) as text, omitted where it would not fit.
+ *
  * Frames narrower than `minwidth` pixels are not drawn; their samples still
  * count in their parent's width, and how many frames and samples were
  * merged that way is reported. Names are escaped for XML, invalid UTF-8 is
@@ -17,9 +21,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "flametree.h"
+
 /* The narrowest image: the margins, title and buttons need about this much
  * (lib/svg.js accepts no less). */
 #define KF_SVG_MIN_WIDTH 100
+
+/* Names longer than this are cut (at a character) and end in "...". */
+#define KF_SVG_NAME_MAX_BYTES 1000
 
 typedef struct kf_svg_opts {
   const char *title;    /* NULL: "Flame Graph" ("Icicle Graph" inverted) */
@@ -28,6 +37,8 @@ typedef struct kf_svg_opts {
   double minwidth;      /* pixels; frames narrower are merged */
   int inverted;         /* icicle: roots at the top */
   int reverse;          /* stacks read leaf first */
+  const char *cwd;      /* NULL: none; labels of the app's own JS files
+                           are shown relative to it (src/framelabel.h) */
 } kf_svg_opts_t;
 
 typedef struct kf_svg_stats {
@@ -41,5 +52,12 @@ typedef struct kf_svg_stats {
  * NUL-terminated). Returns 0 or -ENOMEM. */
 int kf_svg_render(const char *folded, size_t len, const kf_svg_opts_t *opts,
                   char **out, size_t *out_len, kf_svg_stats_t *stats);
+
+/* Shared with the HTML flame graph (src/flamehtml.c), so both look alike:
+ * a frame's colour (the kind picks the palette, a hash of the name the
+ * shade), and the length of the valid UTF-8 sequence at s (1-4), or 0 when
+ * invalid, overlong, a surrogate, or U+FFFE/U+FFFF. */
+void kf_svg_colour(const kf_ftnode_t *f, unsigned char rgb[3]);
+size_t kf_svg_utf8_len(const unsigned char *s, size_t n);
 
 #endif

@@ -3,7 +3,9 @@
  * Hover shows a frame's details; click zooms into it (ancestors stay,
  * faded, above it); "Search" highlights frames matching a regular
  * expression and shows the share of samples they cover (nested matches
- * counted once); zoom and search are kept in the URL's #fragment.
+ * counted once); zoom and search are kept in the URL's #fragment. A graph
+ * taller than the window opens scrolled to its roots. The script defines
+ * kfLabel(name, cwd), src/framelabel.h's rule, for labels redrawn on zoom.
  */
 #ifndef KF_SVGSCRIPT_H
 #define KF_SVGSCRIPT_H

@@ -44,7 +44,7 @@ t.test('resolveOutput: files, directories, %p and what children inherit', async 
 
   t.throws(() => resolveOutput({ KFLAME_OUT: 'out.png' }, at), { code: 'KFLAME_ERR_CONFIG', message: /KFLAME_OUT.*\.svg.*\// })
   t.throws(() => resolveOutput({ KFLAME_OUT: 'noext' }, at), { code: 'KFLAME_ERR_CONFIG' })
-  t.throws(() => resolveOutput({ KFLAME_FORMAT: 'png' }, at), { code: 'KFLAME_ERR_CONFIG', message: /KFLAME_FORMAT.*svg\|folded/ })
+  t.throws(() => resolveOutput({ KFLAME_FORMAT: 'png' }, at), { code: 'KFLAME_ERR_CONFIG', message: /KFLAME_FORMAT.*svg\|html\|folded/ })
   t.throws(() => readConfig({ KFLAME_HZ: '12abc' }, at), { code: 'KFLAME_ERR_CONFIG', message: /KFLAME_HZ/ })
   t.throws(() => readConfig({ KFLAME_HZ: '0' }, at), { code: 'KFLAME_ERR_CONFIG', message: /KFLAME_HZ=0 .*from 1 to/ })
   t.equal(readConfig({}, at).hz, 99)
@@ -145,7 +145,7 @@ t.test('a misconfigured environment: one line naming the variable, exit 2, the a
     [{ KFLAME_HZ: 'fast' }, /^kflame: KFLAME_HZ="fast" is not a whole number: .*KFLAME_HZ=99/],
     [{ KFLAME_HZ: '99999999' }, /^kflame: KFLAME_HZ=99999999 is out of range: .*from 1 to \d+/],
     [{ KFLAME_OUT: 'profile.png' }, /^kflame: KFLAME_OUT="profile.png" .*end it with \.svg/],
-    [{ KFLAME_FORMAT: 'flame' }, /^kflame: KFLAME_FORMAT="flame" .*svg\|folded\|cpuprofile\|trace\|pprof/]
+    [{ KFLAME_FORMAT: 'flame' }, /^kflame: KFLAME_FORMAT="flame" .*svg\|html\|folded\|cpuprofile\|trace\|pprof/]
   ]
   for (const [env, message] of cases) {
     const r = run(['-r', REGISTER, '-e', 'console.log("app ran")'], { cwd: dir, env })

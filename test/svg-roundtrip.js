@@ -5,7 +5,7 @@
 // (the frame one level closer to the root whose span holds its middle).
 // Test helper.
 
-const TITLE = /<g class="f"><title>(.*?) \((\d+) samples, [\d.]+%\)<\/title><rect x="([\d.]+)" y="(\d+)" width="([\d.]+)"/g
+const TITLE = /<g><title>(.*?) \((\d+) samples, [\d.]+%\)<\/title><rect x="([\d.]+)" y="(\d+)" width="([\d.]+)"/g
 
 function unescapeXml (s) {
   return s.replace(/&(lt|gt|quot|#39|amp);/g, (_, e) => ({ lt: '<', gt: '>', quot: '"', '#39': "'", amp: '&' })[e])

@@ -27,7 +27,8 @@ function golden (t, file, actual) {
 for (const name of cases) {
   t.test(`golden: ${name}`, async (t) => {
     const input = fs.readFileSync(path.join(GOLDEN, `${name}.folded`), 'utf8')
-    const options = JSON.parse(fs.readFileSync(path.join(GOLDEN, `${name}.json`), 'utf8'))
+    // The goldens' app lives in /app: its labels are relative to that.
+    const options = { cwd: '/app', ...JSON.parse(fs.readFileSync(path.join(GOLDEN, `${name}.json`), 'utf8')) }
     const profile = kflame.fromFolded(input)
     golden(t, `${name}.out.folded`, profile.folded)
     const svg = profile.svg(options)

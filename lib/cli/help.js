@@ -11,7 +11,8 @@ with every node process in it profiled (NODE_OPTIONS gets
 
 Options:
   -o, --output FILE  where to write; the extension picks the format:
-                     .svg (flame graph), .folded or .txt (folded stacks),
+                     .svg (flame graph), .html (flame graph on a canvas,
+                     for big profiles), .folded or .txt (folded stacks),
                      .cpuprofile (Chrome DevTools), .json (Chrome trace
                      events), .pb.gz (pprof); default kflame-<pid>.svg
       --hz N         samples per second of each thread (default 99)
@@ -33,6 +34,7 @@ Commands:
 Examples:
   kflame -o app.svg node app.js
   kflame -o tests.cpuprofile npm test
+  kflame -o big.html node app.js
   kflame svg app.folded -o app.svg
   NODE_OPTIONS=--require=kflame/register KFLAME_OUT=prof/ node --test
   kflame merge prof/ -o tests.svg
@@ -57,6 +59,8 @@ Options:
   -h, --help         this text
 
 Lines that are not folded stacks are skipped, with one warning on stderr.
+For the HTML flame graph (a canvas, for profiles too big for an SVG):
+kflame merge FILE -o out.html.
 `
 
 const MERGE = `Usage: kflame merge FILE|DIR... [-o OUT] [--title TEXT] [--hz N]
@@ -67,10 +71,10 @@ KFLAME_OUT=DIR/ or kflame's run mode).
 
 Options:
   -o, --output FILE  where to write; the extension picks the format: .svg,
-                     .folded or .txt, .cpuprofile, .json (Chrome trace
+                     .html, .folded or .txt, .cpuprofile, .json (Chrome trace
                      events), .pb.gz (pprof); default: folded text on
                      standard output
-      --title TEXT   the flame graph's title (SVG)
+      --title TEXT   the flame graph's title (SVG, HTML)
       --hz N         the rate the profiles were taken at (default 99): sets
                      the sample times of .cpuprofile, .json and .pb.gz
   -h, --help         this text

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "../../src/flametree.h"
+#include "../../src/flamehtml.h"
+#include "../../src/framelabel.h"
 #include "../../src/svg.h"
 #include "kftest.h"
 
@@ -229,6 +231,99 @@ static void svg_renders_on_threads_at_once(void) {
   free(big);
 }
 
+/* The label rule of src/framelabel.h, case by case (the browser tests check
+ * the script's copy against the labels drawn here). */
+static void label_is(const char *name, const char *cwd, const char *want) {
+  size_t head, tail, end;
+  kf_framelabel(name, strlen(name), cwd, &head, &tail, &end);
+  CHECK(head <= tail && tail <= end && end <= strlen(name));
+  char got[512];
+  snprintf(got, sizeof got, "%.*s%.*s", (int)head, name, (int)(end - tail), name + tail);
+  if (strcmp(got, want) != 0) fprintf(stderr, "label of \"%s\": \"%s\", want \"%s\"\n", name, got, want);
+  CHECK(strcmp(got, want) == 0);
+}
+
+static void labels_are_short(void) {
+  label_is("parseExprAtom /srv/app/node_modules/acorn/dist/acorn.js:3066:32_[j]", "/srv/app",
+           "parseExprAtom acorn/dist/acorn.js:3066");
+  label_is("f /srv/app/node_modules/a/node_modules/@s/b/x.js:1:2_[j]", NULL, "f @s/b/x.js:1");
+  label_is("run /srv/app/src/work.js:17:14_[j]", "/srv/app", "run src/work.js:17");
+  label_is("run /srv/app/src/work.js:17:14_[j]", "/srv/ap", "run /srv/app/src/work.js:17");
+  label_is("run /srv/app/src/work.js:17:14_[j]", "/", "run /srv/app/src/work.js:17");
+  label_is("run file:///srv/app/m.mjs:3:1_[i]", "/srv/app", "run m.mjs:3");
+  label_is("listOnTimeout node:internal/timers:500:7_[j]", "/srv/app", "listOnTimeout node:internal/timers:500");
+  label_is("(anonymous) [eval]:1:1_[j]", NULL, "(anonymous) [eval]:1");
+  label_is("f /a.js:12", NULL, "f /a.js:12");
+  label_is("do_syscall_64_[k]", NULL, "do_syscall_64");
+  label_is("node::Start(int, char**)", NULL, "node::Start(int, char**)");
+  label_is("Builtin:JsonParse_[j]", NULL, "Builtin:JsonParse");
+  label_is("odd name:", NULL, "odd name:");
+  label_is("odd name :12:", NULL, "odd name :12:");
+  label_is("_[k]", NULL, "");
+  label_is("", NULL, "");
+}
+
+/* The document's shape: frames inside one group, full names in titles,
+ * short labels as text, no empty <text>. */
+static void svg_frames_grouped_with_short_labels(void) {
+  const char *text = "main;parseExprAtom /srv/app/node_modules/acorn/dist/acorn.js:3066:32_[j] 9\n"
+                     "main;tiny 1\n";
+  kf_svg_opts_t o = {.width = 400, .cwd = "/srv/app"};
+  kf_svg_stats_t st;
+  char *svg = render(text, &o, &st);
+  const char *frames = strstr(svg, "<g id=\"frames\">\n<g><title>all ");
+  CHECK(frames);
+  CHECK(strstr(svg, "data-cwd=\"/srv/app\""));
+  CHECK(strstr(svg, "<title>parseExprAtom /srv/app/node_modules/acorn/dist/acorn.js:3066:32_[j] (9 samples"));
+  CHECK(strstr(svg, ">parseExprAtom acorn/dist/acorn.js:3066</text>"));
+  CHECK(!strstr(svg, "<text x=\"13.0\" y=\"50.5\"></text>"));
+  CHECK(strstr(svg, "<title>tiny (1 samples, 10.00%)</title><rect x=\"352.0\" y=\"40\" width=\"38.0\" "
+                    "height=\"15\" fill=\"rgb(") != NULL);
+  CHECK(strstr(svg, ">tiny</text>"));
+  /* The header and footer come after the frames (drawn over them). */
+  CHECK(strstr(frames, "<g id=\"header\">") && strstr(frames, "<g id=\"footer\">"));
+  free(svg);
+  o.width = 100; /* 80 px for 10 samples: tiny is 8 px, no room for a label */
+  svg = render(text, &o, &st);
+  const char *tiny = strstr(svg, "<title>tiny ");
+  CHECK(tiny && strstr(tiny, "rx=\"2\" ry=\"2\"/></g>") == strstr(tiny, "rx="));
+  free(svg);
+}
+
+/* The HTML graph's data: hostile names cannot leave the <script> element,
+ * frames carry depth, name entry, samples and the gap of left-out
+ * siblings, entries the SVG's colour and the short label. */
+static void html_data_is_safe_and_compact(void) {
+  const char *text = "main;</script><b>&x 6\n"
+                     "main;line\xE2\x80\xA8sep 6\n"
+                     "main;bad\xFF utf8 6\n"
+                     "main;f /srv/node_modules/p/i.js:1:2_[j] 1000\n"
+                     "main;a 1\n"; /* 1 of 1019 samples at 1180 px: 1.16 px */
+  kf_svg_opts_t o = {.minwidth = 2, .cwd = "/srv"};
+  kf_svg_stats_t st;
+  char *data;
+  size_t len;
+  CHECK(kf_flamehtml_data(text, strlen(text), &o, &data, &len, &st) == 0);
+  CHECK(strlen(data) == len);
+  CHECK(!strstr(data, "<") && !strstr(data, ">") && !strstr(data, "&"));
+  CHECK(strstr(data, "\"\\u003c/script\\u003e\\u003cb\\u003e\\u0026x\""));
+  CHECK(strstr(data, "line\\u2028sep"));
+  CHECK(strstr(data, "bad\\ufffd utf8"));
+  CHECK(strstr(data, "[\"f /srv/node_modules/p/i.js:1:2_[j]\",\""));
+  CHECK(strstr(data, "\",\"f p/i.js:1\"]"));
+  /* Children sorted by name: "</script>..." (6), "a" (1, left out: 1.16 px
+   * < 2), "bad..." (6, after a gap of 1), "f" (1000), "line..." (6). */
+  CHECK(strstr(data, "\"frames\":[0,0,1019,0,1,1,1019,0,2,2,6,0,2,3,6,1,2,4,1000,0,2,5,6,0]}"));
+  CHECK_EQ_U64(st.merged_frames, 1);
+  CHECK_EQ_U64(st.drawn, 6);
+  /* The same (name, colour) is one entry however often it is drawn. */
+  free(data);
+  const char *twice = "t1;x 5\nt2;x 5\n";
+  CHECK(kf_flamehtml_data(twice, strlen(twice), &o, &data, &len, &st) == 0);
+  CHECK(strstr(data, "\"frames\":[0,0,10,0,1,1,5,0,2,2,5,0,1,3,5,0,2,2,5,0]"));
+  free(data);
+}
+
 static const kftest_case_t cases[] = {
     {"flametree: merge, count, sort children", tree_merges_counts_and_sorts},
     {"flametree: bad lines counted, not fatal", tree_counts_bad_lines},
@@ -241,6 +336,9 @@ static const kftest_case_t cases[] = {
     {"svg: too narrow is widened", svg_too_narrow_is_widened},
     {"flametree: the total never passes 2^53 - 1", tree_total_never_passes_2_53},
     {"svg: threads render at once", svg_renders_on_threads_at_once},
+    {"framelabel: short labels", labels_are_short},
+    {"flamehtml: safe, compact data", html_data_is_safe_and_compact},
+    {"svg: frames grouped, short labels, no empty text", svg_frames_grouped_with_short_labels},
     {NULL, NULL},
 };
 

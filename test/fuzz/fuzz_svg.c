@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../src/flamehtml.h"
 #include "../../src/svg.h"
 
 #define FUZZ_TARGET "fuzz_svg"
@@ -181,6 +182,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   kf_svg_opts_t o = {0};
   o.inverted = data[0] & 1;
   o.reverse = (data[0] >> 1) & 1;
+  o.cwd = (data[0] >> 2) & 1 ? "/app" : NULL; /* app-relative labels */
   o.width = (unsigned)data[1] | (unsigned)data[2] << 8;
   o.minwidth = data[3] == 255 ? 1e6 : data[3] / 16.0;
   const uint8_t *body = data + 4;
@@ -208,6 +210,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                                         (unsigned long long)st.frames);
     if (st.merged_samples > st.samples) FAIL("stats: merged more samples than there are");
     if (st.drawn + st.merged_frames > st.frames + 1) FAIL("stats: drawn + merged > frames");
+    free(svg);
+  }
+  /* The HTML graph's data: valid UTF-8, nothing that could end <script>. */
+  kf_svg_stats_t hst;
+  if (kf_flamehtml_data(folded, len, &o, &svg, &svg_len, &hst) == 0) {
+    if (svg[svg_len] != '\0' || strlen(svg) != svg_len) FAIL("NUL inside the HTML data");
+    check_utf8((const unsigned char *)svg, svg_len);
+    if (memchr(svg, '<', svg_len) || memchr(svg, '>', svg_len) || memchr(svg, '&', svg_len))
+      FAIL("HTML data holds < > or &");
+    if (hst.drawn != st.drawn && st.lines) FAIL("HTML data drew %llu frames, the SVG %llu",
+                                                 (unsigned long long)hst.drawn, (unsigned long long)st.drawn);
     free(svg);
   }
   free(folded);
