@@ -158,18 +158,20 @@ function perfCheck () {
 // /tmp/perf-PID.map) and interpreted frames of their own, as kflame has them:
 // the best symbolisation perf gets from node. -k mono stamps samples with
 // CLOCK_MONOTONIC, the clock of process.hrtime, so a child's time window
-// selects its samples.
-function perfRecordArgv (hz, data, nodeArgv) {
-  return [PERF, 'record', '-q', '-F', String(hz), '-g', '-k', 'mono', '-o', data, '--',
+// selects its samples. callGraph: perf's --call-graph value ('dwarf,16384':
+// registers and a stack copy per sample, unwound by `perf script`), else -g
+// (frame pointers).
+function perfRecordArgv (hz, data, nodeArgv, { callGraph } = {}) {
+  return [PERF, 'record', '-q', '-F', String(hz), ...(callGraph ? ['--call-graph', callGraph] : ['-g']), '-k', 'mono', '-o', data, '--',
     process.execPath, '--perf-basic-prof', '--interpreted-frames-native-stack', ...nodeArgv]
 }
 
 // Runs `perf script` on a recording: { text, ms } (the wall time is perf's
 // post-processing cost) or { error }. Removes the data file and the perf map
-// of `pid` (V8 leaves it in /tmp).
-function perfScript (data, pid) {
+// of `pid` (V8 leaves it in /tmp). args: more options for `perf script`.
+function perfScript (data, pid, { args = [] } = {}) {
   const t = process.hrtime.bigint()
-  const r = spawnSync(PERF, ['script', '-i', data, '-F', 'comm,pid,tid,time,ip,sym,dso', '--ns'],
+  const r = spawnSync(PERF, ['script', '-i', data, '-F', 'comm,pid,tid,time,ip,sym,dso', '--ns', ...args],
     { encoding: 'utf8', maxBuffer: 1 << 30 })
   const ms = Number(process.hrtime.bigint() - t) / 1e6
   fs.rmSync(data, { force: true })

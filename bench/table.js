@@ -64,9 +64,9 @@ const BENCHES = [
   },
   {
     file: 'nativenames.json',
-    title: 'Native frame names against `perf record -g`',
+    title: 'Native frame names against `perf record -g` and `perf record --call-graph dwarf`',
     script: 'bench/nativenames.js',
-    about: (r) => `${r.quick ? 'quick run, ' : ''}${r.rounds} rounds, a fresh process per tool and workload, tools alternating` +
+    about: (r) => `${r.quick ? 'quick run, ' : ''}${r.rounds} rounds, a fresh process per tool and workload, the tools' order rotating each round` +
       (r.tools && r.tools.perf ? `; ${r.tools.perf}` : ''),
     tables: (r) => require('./nativenames').readmeTables(r)
   },
