@@ -200,4 +200,5 @@ function main () {
   if (json) writeResults(json, machine, { seconds, threads, runs })
 }
 
-main()
+if (require.main === module) main()
+module.exports = { busyLoop, rssMb, rssParts, growthPerMin }

@@ -208,7 +208,14 @@ class Continuous extends EventEmitter {
   #info (profile) {
     const s = profile.stats
     const startMs = profile.timing.wallStart
-    return { seq: this.#seq++, startMs, endMs: startMs + s.durationMs, samples: s.samples, lost: s.lost }
+    return {
+      seq: this.#seq++,
+      startMs,
+      endMs: startMs + s.durationMs,
+      samples: s.samples,
+      lost: s.lost,
+      profileBytes: s.details.profileBytes // what the window held in C
+    }
   }
 
   #fail (err, info) {
@@ -317,6 +324,33 @@ class Continuous extends EventEmitter {
   }
 
   #drained = null
+
+  /**
+   * Ends the profile at once, for process 'exit' where nothing asynchronous
+   * runs: the last window (a cut in flight included) is written to a
+   * directory or handed to the function; a push cannot be made, and the
+   * windows that could not go are counted in dropped. Returns the stats.
+   */
+  stopSync () {
+    if (this.#whenStopped) return this.stats
+    this.#stopped = true
+    this.#whenStopped = Promise.resolve(this.stats)
+    clearInterval(this.#timer)
+    try {
+      const raw = binding.stop() // a window cut and not taken is part of it
+      if (this.#own.sink.kind === 'pyroscope') {
+        this.stats.windows++
+        this.stats.dropped += 1 + this.#queue.length
+        this.#queue.length = 0
+      } else {
+        this.#deliver(this.#profileOf(raw))
+      }
+    } catch (err) {
+      this.#fail(err, null)
+    }
+    current = null
+    return this.stats
+  }
 
   /**
    * Ends the profile: the last window is delivered like the others. Resolves

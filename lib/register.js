@@ -14,6 +14,13 @@
 //   KFLAME_FORMAT  svg|html|folded|cpuprofile|trace|pprof: the format in a
 //                  directory (default folded) and of the default file name
 //   KFLAME_QUIET=1 no summary line on stderr
+//   KFLAME_CONTINUOUS=S  profile without end in windows of S seconds
+//                  (lib/continuous.js), each to KFLAME_PYROSCOPE or else to
+//                  the directory KFLAME_OUT (default ./kflame-profiles/),
+//                  KFLAME_KEEP files kept (default 10)
+//   KFLAME_PYROSCOPE=URL  push the windows to a Pyroscope server, as
+//                  KFLAME_APP (default node.<script>) with KFLAME_LABELS
+//                  ("env=prod,region=eu") besides host and pid
 // A misconfiguration stops the process with exit code 2 before the app runs;
 // perf refused: the timer sampler profiles instead (one line says so); with
 // KFLAME_MODE=perf the refusal only warns and the app runs unprofiled.
@@ -146,13 +153,63 @@ function resolveOutput (env, { pid = process.pid, cwd = process.cwd() } = {}) {
   }
 }
 
+function parseLabels (value) {
+  const labels = {}
+  if (value === undefined) return labels
+  for (const pair of value.split(',')) {
+    const eq = pair.indexOf('=')
+    if (eq <= 0) {
+      throw configError(`KFLAME_LABELS=${JSON.stringify(value)}: ${JSON.stringify(pair)} is not name=value; ` +
+        'write them as KFLAME_LABELS=env=prod,region=eu')
+    }
+    labels[pair.slice(0, eq).trim()] = pair.slice(eq + 1).trim()
+  }
+  return labels
+}
+
+// KFLAME_CONTINUOUS and what goes with it: continuous() options, or null.
+function readContinuous (env, { cwd = process.cwd() } = {}) {
+  const every = envValue(env, 'KFLAME_CONTINUOUS')
+  if (every === undefined) return null
+  if (!/^\s*\d+\s*$/.test(every) || Number(every) < 1 || Number(every) > 86400) {
+    throw configError(`KFLAME_CONTINUOUS=${JSON.stringify(every)} is not a number of seconds from 1 to 86400: ` +
+      'set it to the length of a window, e.g. KFLAME_CONTINUOUS=60, or unset it')
+  }
+  const keep = envValue(env, 'KFLAME_KEEP')
+  if (keep !== undefined && !/^\s*[1-9]\d{0,4}\s*$/.test(keep)) {
+    throw configError(`KFLAME_KEEP=${JSON.stringify(keep)} is not a number of files from 1 to 99999; unset it for 10`)
+  }
+  const pyroscope = envValue(env, 'KFLAME_PYROSCOPE')
+  const out = envValue(env, 'KFLAME_OUT')
+  if (pyroscope === undefined && out !== undefined && !out.endsWith('/') && !isDirectory(path.resolve(cwd, out))) {
+    throw configError(`KFLAME_OUT=${JSON.stringify(out)} must be a directory with KFLAME_CONTINUOUS ` +
+      '(windows are files in it): end it with /, or set KFLAME_PYROSCOPE to push them to a server')
+  }
+  const options = {
+    every: Number(every),
+    to: pyroscope !== undefined ? pyroscope : path.resolve(cwd, (out || 'kflame-profiles/').replaceAll('%p', String(process.pid))),
+    format: parseFormat(envValue(env, 'KFLAME_FORMAT')) || 'folded',
+    labels: parseLabels(envValue(env, 'KFLAME_LABELS'))
+  }
+  if (keep !== undefined) options.keep = Number(keep)
+  const app = envValue(env, 'KFLAME_APP')
+  if (app !== undefined) options.app = app
+  try {
+    require('./continuous').checkOptions(options)
+  } catch (err) {
+    throw configError(`KFLAME_CONTINUOUS: ${err.message.replace(/^continuous\(options\)(\.| )/, '')}`)
+  }
+  return options
+}
+
 // The whole configuration, or a KFLAME_ERR_CONFIG.
 function readConfig (env, where = {}) {
   const hz = parseHz(envValue(env, 'KFLAME_HZ'))
   const mode = parseMode(envValue(env, 'KFLAME_MODE'))
-  const out = resolveOutput(env, where)
+  const continuous = readContinuous(env, where)
+  const out = continuous ? { file: null, format: continuous.format, childOut: env.KFLAME_OUT } : resolveOutput(env, where)
   const quiet = /^(1|true|yes)$/i.test(env.KFLAME_QUIET || '')
-  return { hz, mode, quiet, ...out }
+  return { hz, mode, quiet, continuous, ...out }
 }
 
 // `node --test` spawns one child per test file (with our --require, and
@@ -230,9 +287,10 @@ function install ({ env = process.env } = {}) {
     // Running the app misconfigured would lose the profile the user asked for.
     process.exit(2)
   }
-  env.KFLAME_OUT = config.childOut
+  if (config.childOut !== undefined) env.KFLAME_OUT = config.childOut
 
   if (isTestOrchestrator()) return false
+  if (config.continuous) return installContinuous(config)
 
   let kflame
   try {
@@ -305,6 +363,33 @@ function install ({ env = process.env } = {}) {
   return true
 }
 
+// KFLAME_CONTINUOUS: windows go out as the app runs; at exit the last one
+// is written (a directory) or counted as not pushed (a server: nothing
+// asynchronous runs in 'exit').
+function installContinuous (config) {
+  let c
+  try {
+    c = require('./index').continuous({ ...config.continuous, hz: config.hz, mode: config.mode })
+  } catch (err) {
+    stderrLine(`not profiling this process (pid ${process.pid}): ${err.message}`)
+    return false
+  }
+  if (!config.quiet) {
+    const where = typeof config.continuous.to === 'string' ? config.continuous.to : 'a function'
+    stderrLine(`profiling continuously in windows of ${config.continuous.every} s to ${where}`)
+  }
+  c.on('failed', (err) => { if (!config.quiet) stderrLine(`a window was not delivered: ${err.message}`) })
+  process.on('exit', () => {
+    const stats = c.stopSync()
+    if (!config.quiet) {
+      stderrLine(`${stats.windows} windows, ${stats.samples} samples: ${stats.delivered} delivered` +
+        (stats.dropped ? `, ${stats.dropped} not pushed (queue full, or at exit)` : '') +
+        (stats.failed ? `, ${stats.failed} failed (${stats.lastError})` : ''))
+    }
+  })
+  return true
+}
+
 function signalName (signo) {
   if (!signo) return null
   return Object.keys(os.constants.signals).find((name) => os.constants.signals[name] === signo) || null
@@ -313,6 +398,7 @@ function signalName (signo) {
 module.exports = {
   install,
   readConfig,
+  readContinuous,
   resolveOutput,
   parseHz,
   parseFormat,

@@ -377,8 +377,10 @@ static napi_value make_labels(napi_env env, const kf_labels_t *log) {
  * is collected: stop() costs the naming, not a copy; the folded text and
  * the samples become JS values only when asked, and a text too large for a
  * JS string is still written out (profileWrite). */
+/* `hint`: the bytes reported to V8 for it (profile_result), given back. */
 static void free_profile(napi_env env, void *data, void *hint) {
-  (void)env, (void)hint;
+  int64_t bytes = (int64_t)(intptr_t)hint, total;
+  if (bytes && env) napi_adjust_external_memory(env, -bytes, &total);
   kf_profile_free(data);
   free(data);
 }
@@ -429,11 +431,17 @@ static napi_value js_string_of(napi_env env, const char *text, size_t len,
 static napi_value profile_result(napi_env env, kf_profile_t *profile, kf_labels_t *labels_in) {
   kf_labels_t labels = *labels_in;
   napi_value result, external;
-  if (napi_create_external(env, profile, free_profile, NULL, &external) != napi_ok) {
+  /* What the profile holds in C, so V8's GC counts it: windows of a
+   * continuous profile let go of are collected without waiting for the JS
+   * heap to grow by itself. */
+  int64_t held = (int64_t)(profile->folded_len + profile->stats.named_stacks * sizeof(uint32_t) +
+                           profile->stats.timeline_bytes), total;
+  if (napi_create_external(env, profile, free_profile, (void *)(intptr_t)held, &external) != napi_ok) {
     free_profile(env, profile, NULL);
     kf_labels_free(&labels);
     CHECK(env, napi_generic_failure);
   }
+  CHECK(env, napi_adjust_external_memory(env, held, &total));
   napi_value labels_v = make_labels(env, &labels);
   kf_labels_free(&labels);
   if (!labels_v) return NULL;

@@ -384,6 +384,8 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
   /* Frames a frame-pointer walk skipped under a leaf in a library without
    * frame pointers, from DWARF (dwarfunwind.h). */
   kf_dwarf_fix_t leaf_fix, mid_fix;
+  kf_dwarf_stats_t dwarf_before = {0};
+  if (c->dwarf) dwarf_before = *kf_dwarf_stats(c->dwarf);
   uint32_t ru = user_marker(rs.ips, rs.nr);
   int leaf_fixed = c->dwarf && with_stack && ru + 1 < rs.nr &&
                    kf_dwarf_fix(c->dwarf, with_stack, rs.ips + ru + 1, rs.nr - ru - 1, &leaf_fix);
@@ -395,6 +397,7 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
   if (!rebuild && c->dwarf && with_stack && ru + 1 < rs.nr &&
       fix_mid_chain(c, with_stack, rs.ips, rs.nr, ru, &mid_fix, &prefix_nr))
     rebuild = &mid_fix;
+  if (c->dwarf) kf_dwarf_count_sample(c->dwarf, &dwarf_before);
   if (rebuild) {
     if (rebuild_from_tail(c, rebuild, time, runs_js, rs.ips, prefix_nr, with_stack, &ips, &nr) != 0) {
       c->stats.no_memory++;

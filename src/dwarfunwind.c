@@ -414,3 +414,11 @@ broke:
   d->stats.broke++;
   return 0;
 }
+
+void kf_dwarf_count_sample(kf_dwarf_t *d, const kf_dwarf_stats_t *before) {
+  kf_dwarf_stats_t *s = &d->stats;
+  int tried = s->tried > before->tried, recovered = s->recovered > before->recovered;
+  s->tried = before->tried + (uint64_t)tried;
+  s->recovered = before->recovered + (uint64_t)recovered;
+  s->broke = before->broke + (uint64_t)(tried && !recovered);
+}

@@ -79,6 +79,11 @@ int kf_dwarf_fix(kf_dwarf_t *d, const kf_userstack_t *stack,
 
 const kf_dwarf_stats_t *kf_dwarf_stats(const kf_dwarf_t *d);
 
+/* One sample may be fixed twice (its leaf, then a frame in the middle of
+ * its chain): counts what fix did since `before` as one sample, so tried,
+ * recovered and broke stay counts of samples. */
+void kf_dwarf_count_sample(kf_dwarf_t *d, const kf_dwarf_stats_t *before);
+
 /* What an unwind from a chain's last frame found before, by that frame's
  * return address: nothing (a dead end), or the thread's outermost frames
  * (_start and what glibc runs before main: the same for every sample, as
