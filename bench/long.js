@@ -200,5 +200,29 @@ function main () {
   if (json) writeResults(json, machine, { seconds, threads, runs })
 }
 
+// README rows: this run's rates, the control, and the same bench run
+// against the code before profiles were named as they came (long-before.json,
+// when there).
+function readmeTables (r, before) {
+  const mb = (x) => x === undefined || x === null ? '-' : `${x >= 0 ? '+' : ''}${x.toFixed(1)}`
+  const at = (run, s) => { const p = run.rss.find((q) => q[0] >= s); return p ? mb(p[1] - run.rssStart) : '-' }
+  const marks = [60, 300, 600].filter((s) => s <= r.seconds)
+  const row = (label, run) => `| ${label} | ${run.samples || '-'} | ${run.stacks || '-'} | ` +
+    `${run.profileBytes ? (run.profileBytes / 1e6).toFixed(1) : '-'} | ${marks.map((s) => at(run, s)).join(' | ')} | ` +
+    `${run.growthMbPerMin.toFixed(2)} | ${run.hz ? `${run.stopMs.toFixed(1)} / ${run.stopCpuMs.toFixed(1)}` : '-'} | ` +
+    `${mb(run.rssAfter - run.rssStart)} | ${mb(run.rssReleased - run.rssStart)} | ${run.rssDropped !== undefined ? mb(run.rssDropped - run.rssStart) : '-'} |`
+  const lines = [
+    `| run | samples | stacks | profile MB | ${marks.map((s) => `RSS at ${s} s, MB`).join(' | ')} | growth, MB/min (2nd half) | stop() ms, wall / on CPU | after stop() | Profile released | caches dropped |`,
+    `| --- | --- | --- | --- | ${marks.map(() => '---').join(' | ')} | --- | --- | --- | --- | --- |`,
+    ...r.runs.map((run) => row(run.hz ? `${run.hz} Hz, ${r.threads} threads, ${r.seconds} s` : `not profiled, ${r.threads} threads`, run))
+  ]
+  if (before) {
+    lines.push('', `Before (the same bench against commit ${before.commit}, where raw stacks were kept to stop()): ` +
+      before.runs.map((run) => `${run.hz} Hz, ${before.seconds} s: growth ${run.growthMbPerMin.toFixed(1)} MB/min, ` +
+        `stop() ${run.stopMs.toFixed(0)} ms wall / ${run.stopCpuMs.toFixed(0)} ms on CPU, after stop() ${mb(run.rssAfter - run.rssStart)} MB`).join('; ') + '.')
+  }
+  return lines
+}
+
 if (require.main === module) main()
-module.exports = { busyLoop, rssMb, rssParts, growthPerMin }
+module.exports = { busyLoop, rssMb, rssParts, growthPerMin, readmeTables }

@@ -64,6 +64,17 @@ async function child (minutes, every, hz, threads) {
   process.stdout.write(JSON.stringify({ minutes, every, hz, threads, rssStart, rss, stats, profileBytes }))
 }
 
+function readmeTables (r) {
+  const first = r.rss.find((p) => p[0] >= r.every) || r.rss[0]
+  const end = r.rss[r.rss.length - 1]
+  return [
+    '| run | windows (delivered) | samples | RSS after the first window | RSS at the end | growth, 2nd half | a window\'s profile at most |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
+    `| ${r.minutes} min, windows of ${r.every} s at ${r.hz} Hz, ${r.threads} threads | ${r.stats.windows} (${r.stats.delivered}) | ${r.stats.samples} | ` +
+      `+${(first[1] - r.rssStart).toFixed(1)} MB | +${(end[1] - r.rssStart).toFixed(1)} MB | ${r.growthMbPerHour.toFixed(1)} MB/hour | ${(r.profileBytes / 1e6).toFixed(2)} MB |`
+  ]
+}
+
 function main () {
   const args = process.argv.slice(2)
   if (args[0] === '--child') {
@@ -90,4 +101,5 @@ function main () {
   if (json) writeResults(json, machine, r)
 }
 
-main()
+if (require.main === module) main()
+module.exports = { readmeTables }

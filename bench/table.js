@@ -96,6 +96,21 @@ const BENCHES = [
     tables: (r) => require('./stop').readmeTables(r)
   },
   {
+    file: 'long.json',
+    title: 'Long profiles: memory and stop()',
+    script: 'bench/long.js',
+    about: (r) => `a fresh process per rate, ${r.threads} busy threads (main and workers, started before the profile), ` +
+      'a warm-up profile first (symbol tables loaded), RSS from /proc/self/statm every second; rate 0 is the same load unprofiled',
+    tables: (r, dir) => require('./long').readmeTables(r, readJson(path.join(dir, 'long-before.json')))
+  },
+  {
+    file: 'soak.json',
+    title: 'Continuous mode left running',
+    script: 'bench/soak.js',
+    about: (r) => `one process, ${r.threads} busy threads, windows written as pprof to a directory (keep 5), RSS every 10 s`,
+    tables: (r) => require('./soak').readmeTables(r)
+  },
+  {
     file: 'distinct.json',
     title: 'stop() of a profile with ~100,000 distinct stacks',
     script: 'bench/distinct.js',
@@ -142,7 +157,7 @@ const BENCHES = [
   }
 ]
 // Read alongside another file, never on their own.
-const COMPANIONS = new Set(['http-warm.json'])
+const COMPANIONS = new Set(['http-warm.json', 'long-before.json'])
 
 function readJson (file) {
   try { return JSON.parse(fs.readFileSync(file, 'utf8')) } catch { return null }
