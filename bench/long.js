@@ -142,7 +142,7 @@ async function child (seconds, hz, threads) {
   global.gc(); global.gc()
   result.rssReleased = rssMb()
   await Promise.all(workers)
-  if (!control) {
+  if (!control && typeof kflame.dropCaches === 'function') { // older builds lack it
     result.dropped = kflame.dropCaches()
     result.rssDropped = rssMb()
   }
