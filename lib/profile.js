@@ -11,7 +11,9 @@
 const binding = require('./binding')
 const { renderSvg, checkSvgOptions } = require('./svg')
 const { renderHtml, profileHtml } = require('./html')
-const { toCpuprofile, toTraceEvents, toPprof, parseFoldedLine } = require('./exports')
+const { toCpuprofile, toTraceEvents, toPprof } = require('./exports')
+const { parseLine } = require('./foldedtext')
+const { applyLabels } = require('./labels')
 const output = require('./output')
 const { kflameError } = require('./errors')
 const { dirname } = require('node:path')
@@ -67,8 +69,6 @@ class Profile {
       this.#samples = samples
       return
     }
-    // Required here: labels.js needs folded.js, which needs this module.
-    const { applyLabels } = require('./labels')
     const labelled = applyLabels(binding.profileFolded(this.#native), samples, this.#labels)
     this.#folded = labelled.folded
     this.#samples = labelled.samples
@@ -144,7 +144,7 @@ class Profile {
 // The exports' model (lib/exports/frames.js): stacks in the order of the
 // folded lines, which is what samples.line indexes.
 function modelOf (profile) {
-  const stacks = profile.folded.split('\n').filter(Boolean).map(parseFoldedLine)
+  const stacks = profile.folded.split('\n').filter(Boolean).map(parseLine)
   const hz = profile.stats.hz || DEFAULT_HZ
   const timing = profile.timing
   const total = stacks.reduce((n, s) => n + s.count, 0)

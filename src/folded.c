@@ -26,14 +26,6 @@ static int buf_reserve(buf_t *b, size_t more) {
   return kf_grow((void **)&b->p, &b->cap, b->len + more + 1, 1, 4096);
 }
 
-size_t kf_fold_sanitize(char *dst, const char *name, size_t len) {
-  for (size_t i = 0; i < len; i++) {
-    unsigned char c = (unsigned char)name[i];
-    dst[i] = c == ';' ? ':' : (c < 0x20 || c == 0x7f) ? ' ' : (char)c;
-  }
-  return len;
-}
-
 /* Room for one more frame of n bytes after a ';' (none before the first):
  * where to write it, or NULL for lack of memory. The caller adds n to len. */
 static char *buf_next_frame(buf_t *b, size_t n) {
