@@ -4,17 +4,17 @@
 // into a Profile. Lines that are not "frame;frame;... COUNT" are skipped and
 // counted, never fatal (lib/foldedtext.js reads them).
 
-const { kflameError } = require('./errors')
+const { invalid } = require('./errors')
 const { parseText, formatText } = require('./foldedtext')
 const { Profile } = require('./profile')
 
 function fromFolded (text, options = {}) {
   if (typeof text !== 'string') {
-    throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', 'fromFolded(text): text must be a string')
+    throw invalid('fromFolded(text): text must be a string')
   }
   const { hz = null } = options
   if (hz !== null && !(Number.isInteger(hz) && hz > 0)) {
-    throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', 'fromFolded(text, { hz }): hz must be a positive integer')
+    throw invalid('fromFolded(text, { hz }): hz must be a positive integer')
   }
   const { stacks, lines, badLines, total: samples } = parseText(text)
   const { keys, folded } = formatText(stacks)

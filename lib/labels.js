@@ -10,7 +10,7 @@
 // word (mapped into JS by the binding) and the call of fn.
 
 const binding = require('./binding')
-const { kflameError } = require('./errors')
+const { invalid } = require('./errors')
 const { sanitizeFrame, splitCount, formatText } = require('./foldedtext')
 
 // Int32Array over the C word; absent where V8 forbids external buffers.
@@ -18,7 +18,7 @@ const recording = binding.labelsRecording || new Int32Array([1])
 
 function checkName (name, api) {
   if (typeof name !== 'string' || name === '') {
-    throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', `${api}: name must be a non-empty string`)
+    throw invalid(`${api}: name must be a non-empty string`)
   }
 }
 
@@ -43,7 +43,7 @@ function closeLabel (handle) {
 function label (name, fn) {
   checkName(name, 'label(name, fn)')
   if (typeof fn !== 'function') {
-    throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', 'label(name, fn): fn must be a function')
+    throw invalid('label(name, fn): fn must be a function')
   }
   if (recording[0] === 0) return fn()
   const handle = binding.labelOpen(sanitizeFrame(name))

@@ -15,7 +15,7 @@ const { toCpuprofile, toTraceEvents, toPprof } = require('./exports')
 const { parseLine } = require('./foldedtext')
 const { applyLabels } = require('./labels')
 const output = require('./output')
-const { kflameError } = require('./errors')
+const { invalid } = require('./errors')
 const { dirname } = require('node:path')
 const { writeFileSafe, checkPath, ensureDir } = require('./safefile')
 
@@ -113,12 +113,11 @@ class Profile {
   write (path, options = {}) {
     checkPath(path, 'profile.write(path)')
     if (options === null || typeof options !== 'object') {
-      throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', 'profile.write(path, options): options must be an object')
+      throw invalid('profile.write(path, options): options must be an object')
     }
     const { format = output.formatOfPath(path), svg: svgOptions } = options
     if (format === null) {
-      throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG',
-        `cannot tell the format of "${path}": end it with ${output.EXTENSION_LIST}`)
+      throw invalid(`cannot tell the format of "${path}": end it with ${output.EXTENSION_LIST}`)
     }
     const native = this.#nativeText()
     if (native && (format === 'folded' || format === 'svg')) {

@@ -7,7 +7,7 @@
 // modelFromFolded(text, hz) builds the model from FlameGraph's folded text,
 // for profiles saved before (no sample times: the exports synthesise them).
 
-const { kflameError } = require('../errors')
+const { invalid, outOfRange } = require('../errors')
 const { toCpuprofile } = require('./cpuprofile')
 const { toTraceEvents } = require('./traceevents')
 const { toPprof } = require('./pprof')
@@ -26,12 +26,12 @@ const { parseText } = require('../foldedtext')
 function modelFromFolded (text, hz = 99) {
   if (Buffer.isBuffer(text)) text = text.toString('utf8')
   if (typeof text !== 'string') {
-    throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', 'modelFromFolded(text, hz): text must be a string or a Buffer')
+    throw invalid('modelFromFolded(text, hz): text must be a string or a Buffer')
   }
   if (typeof hz !== 'number' || !Number.isFinite(hz)) {
-    throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', 'modelFromFolded(text, hz): hz must be a number')
+    throw invalid('modelFromFolded(text, hz): hz must be a number')
   }
-  if (!(hz > 0)) throw kflameError(RangeError, 'KFLAME_ERR_OUT_OF_RANGE', 'modelFromFolded(text, hz): hz must be above 0')
+  if (!(hz > 0)) throw outOfRange('modelFromFolded(text, hz): hz must be above 0')
 
   const { stacks: byStack, badLines, total } = parseText(text, { keepZero: true })
   const stacks = []
