@@ -1,6 +1,7 @@
 #include "folded.h"
 
 #include "grow.h"
+#include "hash.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -71,8 +72,7 @@ typedef struct name_cache {
 } name_cache_t;
 
 static size_t slot_of(uint64_t ip, int kernel, size_t cap) {
-  uint64_t h = (ip ^ (uint64_t)kernel) * 0x9e3779b97f4a7c15ULL;
-  return (size_t)(h >> 32) & (cap - 1);
+  return kf_hash_fib(ip ^ (uint64_t)kernel, cap);
 }
 
 static int cache_grow(name_cache_t *c) {
