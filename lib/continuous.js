@@ -19,7 +19,7 @@ const https = require('node:https')
 const os = require('node:os')
 const path = require('node:path')
 const binding = require('./binding')
-const { kflameError } = require('./errors')
+const { kflameError, invalid, outOfRange } = require('./errors')
 const { checkStartOptions } = require('./options')
 const output = require('./output')
 const { Profile, makeStats } = require('./profile')
@@ -42,14 +42,6 @@ const TAKE_AFTER_MS = 200
 const TAKE_TRIES = 20
 const LABEL_NAME = /^[A-Za-z_][A-Za-z0-9_.]{0,63}$/
 const LABEL_VALUE = /^[^{},=\s]{1,200}$/
-
-function invalid (message) {
-  return kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', message)
-}
-
-function outOfRange (message) {
-  return kflameError(RangeError, 'KFLAME_ERR_OUT_OF_RANGE', message)
-}
 
 function checkLabels (labels, what) {
   if (labels === null || typeof labels !== 'object' || Array.isArray(labels)) {

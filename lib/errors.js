@@ -9,4 +9,15 @@ function kflameError (Ctor, code, message) {
   return err
 }
 
-module.exports = { kflameError }
+// An argument of the wrong type or form: a TypeError, KFLAME_ERR_INVALID_ARG.
+function invalid (message) {
+  return kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', message)
+}
+
+// An argument of the right type outside its bounds: a RangeError,
+// KFLAME_ERR_OUT_OF_RANGE.
+function outOfRange (message) {
+  return kflameError(RangeError, 'KFLAME_ERR_OUT_OF_RANGE', message)
+}
+
+module.exports = { kflameError, invalid, outOfRange }

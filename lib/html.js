@@ -7,7 +7,7 @@
 const fs = require('node:fs')
 const path = require('node:path')
 const binding = require('./binding')
-const { kflameError } = require('./errors')
+const { invalid } = require('./errors')
 const { checkSvgOptions } = require('./svg')
 
 const TEMPLATE_PATH = path.join(__dirname, 'flame.html')
@@ -44,7 +44,7 @@ function titleOf (o) {
 // folded text -> { html, stats } (renderSvg's stats).
 function renderHtml (folded, options) {
   if (typeof folded !== 'string') {
-    throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', 'renderHtml(folded): folded must be a string')
+    throw invalid('renderHtml(folded): folded must be a string')
   }
   const o = checkSvgOptions(options)
   const { data, stats } = binding.htmlData(folded, o)

@@ -16,8 +16,9 @@
 const crypto = require('node:crypto')
 const nodeHttp = require('node:http')
 const net = require('node:net')
-const { kflameError } = require('./errors')
+const { kflameError, invalid, outOfRange } = require('./errors')
 const { MODES } = require('./options')
+const output = require('./output')
 
 function api () {
   return require('./index')
@@ -52,15 +53,6 @@ const ENDPOINTS = {
   '/stop': { methods: ['GET', 'POST'], params: ['format'] },
   '/profile': { methods: ['GET', 'POST'], params: ['seconds', 'hz', 'format', 'mode'] },
   '/status': { methods: ['GET'], params: [] }
-}
-
-const FORMATS = {
-  svg: { type: 'image/svg+xml; charset=utf-8', ext: 'svg', disposition: 'inline' },
-  html: { type: 'text/html; charset=utf-8', ext: 'html', disposition: 'inline' },
-  folded: { type: 'text/plain; charset=utf-8', ext: 'folded', disposition: 'inline' },
-  cpuprofile: { type: 'application/json; charset=utf-8', ext: 'cpuprofile', disposition: 'attachment' },
-  trace: { type: 'application/json; charset=utf-8', ext: 'trace.json', disposition: 'attachment' },
-  pprof: { type: 'application/octet-stream', ext: 'pb.gz', disposition: 'attachment' }
 }
 
 // Query parameters that look like credentials: refused outright, so a token
@@ -108,14 +100,6 @@ function autoStop (session) {
 }
 
 // --- options ---
-
-function invalid (message) {
-  return kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', message)
-}
-
-function outOfRange (message) {
-  return kflameError(RangeError, 'KFLAME_ERR_OUT_OF_RANGE', message)
-}
 
 function takeOptions (fn, options, defaults, ignored = []) {
   if (options === undefined) options = {}
@@ -342,8 +326,8 @@ function checkParams (config, endpoint, params) {
   }
   if (params.has('format')) {
     const text = params.get('format')
-    if (!Object.hasOwn(FORMATS, text)) {
-      throw badParam(`format must be one of ${Object.keys(FORMATS).join(', ')}, got ${JSON.stringify(text)}`)
+    if (!output.isFormat(text)) {
+      throw badParam(`format must be one of ${Object.keys(output.FORMATS).join(', ')}, got ${JSON.stringify(text)}`)
     }
     p.format = text
   }
@@ -520,20 +504,14 @@ function statusEndpoint (config, res) {
 // kflame-<pid>-20250102T030405Z.svg, from the profile's start.
 function fileName (session, ext) {
   const time = new Date(session.startedAt).toISOString().replace(/[-:]|\.\d+/g, '')
-  return `kflame-${process.pid}-${time}.${ext}`
+  return `kflame-${process.pid}-${time}${ext}`
 }
 
 function sendProfile (res, profile, format, session, { stopMs, autoStoppedAt }) {
-  const f = FORMATS[format]
+  const f = output.FORMATS[format]
   const t0 = performance.now()
-  let body
   const graphOptions = autoStoppedAt ? { title: `Flame Graph (stopped after maxDuration, ${session.maxDuration / 1000} s)` } : undefined
-  if (format === 'svg') body = profile.svg(graphOptions)
-  else if (format === 'html') body = profile.html(graphOptions)
-  else if (format === 'folded') body = profile.folded
-  else if (format === 'cpuprofile') body = JSON.stringify(profile.cpuprofile())
-  else if (format === 'trace') body = JSON.stringify(profile.traceEvents())
-  else body = profile.pprof()
+  const body = output.renderProfile(profile, format, graphOptions)
   const renderMs = performance.now() - t0
   const s = profile.stats
   const headers = {

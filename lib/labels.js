@@ -10,28 +10,27 @@
 // word (mapped into JS by the binding) and the call of fn.
 
 const binding = require('./binding')
-const { kflameError } = require('./errors')
-const { foldedOf } = require('./folded')
+const { invalid } = require('./errors')
+const { sanitizeFrame, splitCount, formatText } = require('./foldedtext')
 
 // Int32Array over the C word; absent where V8 forbids external buffers.
 const recording = binding.labelsRecording || new Int32Array([1])
 
-// A frame name must not break folded text; the C log cuts it at 512 bytes.
-function frameName (name) {
-  return name.replace(/[;\r\n\t\0]/g, ' ')
-}
-
 function checkName (name, api) {
   if (typeof name !== 'string' || name === '') {
-    throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', `${api}: name must be a non-empty string`)
+    throw invalid(`${api}: name must be a non-empty string`)
   }
 }
+
+// A label's name becomes a frame name, sanitised by the rule of every frame
+// name (lib/foldedtext.js: ';' -> ':', control characters -> ' '); the C
+// log cuts it at 512 bytes.
 
 // Opens a label on the calling thread until closeLabel(handle); for hooks
 // that see the start and the end of a stretch apart (test runners).
 function openLabel (name) {
   checkName(name, 'openLabel(name)')
-  return recording[0] === 0 ? -1 : binding.labelOpen(frameName(name))
+  return recording[0] === 0 ? -1 : binding.labelOpen(sanitizeFrame(name))
 }
 
 function closeLabel (handle) {
@@ -44,10 +43,10 @@ function closeLabel (handle) {
 function label (name, fn) {
   checkName(name, 'label(name, fn)')
   if (typeof fn !== 'function') {
-    throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', 'label(name, fn): fn must be a function')
+    throw invalid('label(name, fn): fn must be a function')
   }
   if (recording[0] === 0) return fn()
-  const handle = binding.labelOpen(frameName(name))
+  const handle = binding.labelOpen(sanitizeFrame(name))
   if (handle < 0) return fn()
   let result, then
   try {
@@ -80,7 +79,9 @@ function applyLabels (folded, samples, labels) {
   if (!labels || labels.tid.length === 0 || samples.line.length === 0) return { folded, samples }
   const lines = folded.split('\n')
   if (lines[lines.length - 1] === '') lines.pop()
-  const stacks = lines.map((line) => line.slice(0, line.lastIndexOf(' ')))
+  // C's text (src/folded.c): every line is a stack and its count.
+  const split = lines.map(splitCount)
+  const stacks = split.map((s) => s.stack)
   const byThread = intervalsByThread(labels)
   const counts = new Map()
   const keyOf = new Array(samples.line.length)
@@ -112,11 +113,11 @@ function applyLabels (folded, samples, labels) {
   // keep their unlabelled lines.
   const kept = new Float64Array(lines.length)
   for (const l of samples.line) kept[l]++
-  lines.forEach((line, l) => {
-    const missing = Number(line.slice(line.lastIndexOf(' ') + 1)) - kept[l]
+  for (let l = 0; l < lines.length; l++) {
+    const missing = split[l].count - kept[l]
     if (missing > 0) counts.set(stacks[l], (counts.get(stacks[l]) || 0) + missing)
-  })
-  const relabelled = foldedOf(counts)
+  }
+  const relabelled = formatText(counts)
   const index = new Map(relabelled.keys.map((k, i) => [k, i]))
   const line = new Uint32Array(samples.line.length)
   for (let i = 0; i < line.length; i++) line[i] = index.get(keyOf[i])

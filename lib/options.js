@@ -5,7 +5,7 @@
 // wrong rate.
 
 const fs = require('node:fs')
-const { kflameError } = require('./errors')
+const { kflameError, invalid, outOfRange } = require('./errors')
 const { checkPath } = require('./safefile')
 
 const EVENTS = ['cpu-clock', 'task-clock']
@@ -51,14 +51,6 @@ function maxSampleRate () {
     if (Number.isInteger(value) && value > 0) return value
   } catch {}
   return 100000 // the kernel's default
-}
-
-function invalid (message) {
-  return kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', message)
-}
-
-function outOfRange (message) {
-  return kflameError(RangeError, 'KFLAME_ERR_OUT_OF_RANGE', message)
 }
 
 function checkStartOptions (options) {

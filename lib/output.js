@@ -2,27 +2,37 @@
 
 // One place for "which format does this file name ask for", "write a
 // Profile in a format" and the line that says so, shared by register.js (a
-// profile per process) and the CLI (merged profiles), so both accept exactly
-// the same names and speak alike.
+// profile per process), the CLI (merged profiles), continuous windows and
+// the HTTP endpoints, so all accept exactly the same names and speak alike.
 
 const fs = require('node:fs')
 const path = require('node:path')
-const { kflameError } = require('./errors')
+const { invalid } = require('./errors')
 
-// Format name (KFLAME_FORMAT) -> the extension a file of it gets, and how a
-// Profile becomes its bytes.
+// Format name (KFLAME_FORMAT, /stop?format=) -> the extension of a file kflame
+// names itself (register's default, continuous windows, the HTTP answer's
+// filename), the HTTP Content-Type and Content-Disposition, and how a
+// Profile becomes its bytes. The graphs open in a browser; the rest are
+// downloads for other tools.
 const FORMATS = {
-  svg: { ext: '.svg', render: (p, svgOptions) => p.svg(svgOptions) },
-  html: { ext: '.html', render: (p, svgOptions) => p.html(svgOptions) },
-  folded: { ext: '.folded', render: (p) => p.folded },
-  cpuprofile: { ext: '.cpuprofile', render: (p) => JSON.stringify(p.cpuprofile()) },
-  trace: { ext: '.json', render: (p) => JSON.stringify(p.traceEvents()) },
-  pprof: { ext: '.pb.gz', render: (p) => p.pprof() }
+  svg: { ext: '.svg', type: 'image/svg+xml; charset=utf-8', disposition: 'inline', render: (p, svgOptions) => p.svg(svgOptions) },
+  html: { ext: '.html', type: 'text/html; charset=utf-8', disposition: 'inline', render: (p, svgOptions) => p.html(svgOptions) },
+  folded: { ext: '.folded', type: 'text/plain; charset=utf-8', disposition: 'inline', render: (p) => p.folded },
+  cpuprofile: {
+    ext: '.cpuprofile',
+    type: 'application/json; charset=utf-8',
+    disposition: 'attachment',
+    render: (p) => JSON.stringify(p.cpuprofile())
+  },
+  trace: { ext: '.trace.json', type: 'application/json; charset=utf-8', disposition: 'attachment', render: (p) => JSON.stringify(p.traceEvents()) },
+  pprof: { ext: '.pb.gz', type: 'application/octet-stream', disposition: 'attachment', render: (p) => p.pprof() }
 }
 
-// Extension -> format. '.pb.gz' comes first: it is the one with two dots.
+// Extension -> format, for names given to kflame. Those with two dots come
+// first; any '.json' is trace events.
 const EXTENSIONS = [
   ['.pb.gz', 'pprof'],
+  ['.trace.json', 'trace'],
   ['.svg', 'svg'],
   ['.html', 'html'],
   ['.htm', 'html'],
@@ -63,7 +73,7 @@ function extensionOfFormat (format) {
 // A Profile's bytes in a format: a string, or a Buffer for pprof.
 function renderProfile (profile, format, svgOptions) {
   if (!isFormat(format)) {
-    throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', `unknown output format "${format}"; known: ${FORMAT_LIST}`)
+    throw invalid(`unknown output format "${format}"; known: ${FORMAT_LIST}`)
   }
   return FORMATS[format].render(profile, svgOptions)
 }

@@ -11,9 +11,11 @@
 const binding = require('./binding')
 const { renderSvg, checkSvgOptions } = require('./svg')
 const { renderHtml, profileHtml } = require('./html')
-const { toCpuprofile, toTraceEvents, toPprof, parseFoldedLine } = require('./exports')
+const { toCpuprofile, toTraceEvents, toPprof } = require('./exports')
+const { parseLine } = require('./foldedtext')
+const { applyLabels } = require('./labels')
 const output = require('./output')
-const { kflameError } = require('./errors')
+const { invalid } = require('./errors')
 const { dirname } = require('node:path')
 const { writeFileSafe, checkPath, ensureDir } = require('./safefile')
 
@@ -67,8 +69,6 @@ class Profile {
       this.#samples = samples
       return
     }
-    // Required here: labels.js needs folded.js, which needs this module.
-    const { applyLabels } = require('./labels')
     const labelled = applyLabels(binding.profileFolded(this.#native), samples, this.#labels)
     this.#folded = labelled.folded
     this.#samples = labelled.samples
@@ -113,12 +113,11 @@ class Profile {
   write (path, options = {}) {
     checkPath(path, 'profile.write(path)')
     if (options === null || typeof options !== 'object') {
-      throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', 'profile.write(path, options): options must be an object')
+      throw invalid('profile.write(path, options): options must be an object')
     }
     const { format = output.formatOfPath(path), svg: svgOptions } = options
     if (format === null) {
-      throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG',
-        `cannot tell the format of "${path}": end it with ${output.EXTENSION_LIST}`)
+      throw invalid(`cannot tell the format of "${path}": end it with ${output.EXTENSION_LIST}`)
     }
     const native = this.#nativeText()
     if (native && (format === 'folded' || format === 'svg')) {
@@ -144,7 +143,7 @@ class Profile {
 // The exports' model (lib/exports/frames.js): stacks in the order of the
 // folded lines, which is what samples.line indexes.
 function modelOf (profile) {
-  const stacks = profile.folded.split('\n').filter(Boolean).map(parseFoldedLine)
+  const stacks = profile.folded.split('\n').filter(Boolean).map(parseLine)
   const hz = profile.stats.hz || DEFAULT_HZ
   const timing = profile.timing
   const total = stacks.reduce((n, s) => n + s.count, 0)

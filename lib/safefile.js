@@ -26,7 +26,7 @@
 const fs = require('node:fs')
 const path = require('node:path')
 const crypto = require('node:crypto')
-const { kflameError } = require('./errors')
+const { kflameError, invalid } = require('./errors')
 
 const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = fs.constants
 const NAME_TRIES = 16 // a taken random name is chance once, not sixteen times
@@ -37,11 +37,10 @@ const NAME_TRIES = 16 // a taken random name is chance once, not sixteen times
 // KFLAME_ERR_INVALID_ARG.
 function checkPath (p, what) {
   if (typeof p !== 'string' || p === '') {
-    throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', `${what} must be a non-empty string`)
+    throw invalid(`${what} must be a non-empty string`)
   }
   if (p.includes('\0')) {
-    throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG',
-      `${what} contains a NUL character (${JSON.stringify(p)}): a file name cannot hold one; remove it`)
+    throw invalid(`${what} contains a NUL character (${JSON.stringify(p)}): a file name cannot hold one; remove it`)
   }
   return p
 }
@@ -99,13 +98,12 @@ function * chunksOf (data) {
   } else if (data != null && typeof data[Symbol.iterator] === 'function') {
     for (const chunk of data) {
       if (typeof chunk !== 'string' && !(chunk instanceof Uint8Array)) {
-        throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', 'writeFileSafe(file, data): each chunk must be a string or a Buffer')
+        throw invalid('writeFileSafe(file, data): each chunk must be a string or a Buffer')
       }
       yield chunk
     }
   } else {
-    throw kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG',
-      'writeFileSafe(file, data): data must be a string, a Buffer or an iterable of them')
+    throw invalid('writeFileSafe(file, data): data must be a string, a Buffer or an iterable of them')
   }
 }
 

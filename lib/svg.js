@@ -3,7 +3,7 @@
 // Flame graph options, checked before they reach the C renderer.
 
 const binding = require('./binding')
-const { kflameError } = require('./errors')
+const { kflameError, invalid, outOfRange } = require('./errors')
 const { checkPath } = require('./safefile')
 
 const DEFAULTS = Object.freeze({
@@ -17,10 +17,6 @@ const DEFAULTS = Object.freeze({
   // (src/framelabel.h); undefined: process.cwd() when rendered.
   cwd: undefined
 })
-
-function invalid (message) {
-  return kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', message)
-}
 
 function checkSvgOptions (options) {
   if (options === undefined) options = {}
@@ -38,11 +34,11 @@ function checkSvgOptions (options) {
   for (const name of ['title', 'subtitle']) {
     if (o[name] !== undefined && typeof o[name] !== 'string') throw invalid(`svg(options): ${name} must be a string`)
     if (o[name] !== undefined && Buffer.byteLength(o[name]) > 1000) {
-      throw kflameError(RangeError, 'KFLAME_ERR_OUT_OF_RANGE', `svg(options): ${name} is longer than 1000 bytes`)
+      throw outOfRange(`svg(options): ${name} is longer than 1000 bytes`)
     }
   }
   if (!Number.isInteger(o.width) || o.width < 100 || o.width > 100000) {
-    throw kflameError(RangeError, 'KFLAME_ERR_OUT_OF_RANGE', 'svg(options): width must be an integer from 100 to 100000 (pixels)')
+    throw outOfRange('svg(options): width must be an integer from 100 to 100000 (pixels)')
   }
   // minwidth: pixels, or "N%" of the whole width (as flamegraph.pl).
   let minwidth = o.minwidth

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite: C unit tests (plain, under ASan/UBSan, and the code
 # map under TSan), a short run of each fuzz target (KFLAME_FUZZ_SECONDS, 15),
-# then the tap tests. Run as root, the tap tests run a
-# second time as an unprivileged user, because what kflame may sample
-# (kernel frames, locked memory) differs. Then the tap tests once more on
-# another Node major (KFLAME_OTHER_NODE, default 22; "none" skips it).
+# the TypeScript types (index.d.ts against test/types), then the tap tests.
+# Run as root, the tap tests run a second time as an unprivileged user,
+# because what kflame may sample (kernel frames, locked memory) differs.
+# Then the tap tests once more on another Node major (KFLAME_OTHER_NODE,
+# default 22; "none" skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,8 @@ make -s -C test/c run TSAN=1 TESTS="test_codemap test_unwind test_labels test_sv
 echo "== fuzzing (${KFLAME_FUZZ_SECONDS:-15} s per target)"
 scripts/fuzz.sh "${KFLAME_FUZZ_SECONDS:-15}"
 make -s -C test/c shim
+echo "== types: tsc --strict on test/types, and index.d.ts against lib/index.js's exports"
+node test/types/check.js
 
 echo "== tap tests as $(id -un)"
 npx tap

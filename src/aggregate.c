@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "grow.h"
+#include "hash.h"
 #include "mapped.h"
 
 struct kf_aggregate {
@@ -50,9 +51,7 @@ void kf_aggregate_free(kf_aggregate_t *a) {
 }
 
 static uint64_t hash_name(const char *s, size_t n) {
-  uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-  return h ^ (h >> 29);
+  return kf_hash_mix(kf_fnv_bytes(KF_FNV_OFFSET, s, n));
 }
 
 static int rehash(kf_aggregate_t *a) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "grow.h"
+#include "hash.h"
 
 /* glibc's tsearch tree node: key pointer and two children. Counted in
  * `bytes` so the reported memory is what the map really holds. */
@@ -60,7 +61,7 @@ static int is_huge(const code_t *c) {
 }
 
 static size_t bucket(const kf_codemap_t *m, uint64_t page) {
-  return (size_t)((page * 0x9E3779B97F4A7C15ULL) >> 20) & (m->npages - 1);
+  return kf_hash_fib(page, m->npages);
 }
 
 static int index_grow(kf_codemap_t *m) {

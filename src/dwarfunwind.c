@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "grow.h"
+#include "hash.h"
 
 /* libunwind's search of an .eh_frame_hdr table (exported, not declared in
  * its public headers; perf declares it the same way). */
@@ -128,9 +129,9 @@ static int by_text(const void *a, const void *b) {
 
 /* The objects' text ranges, to tell whether a reload changed anything. */
 static uint64_t text_ranges_hash(const kf_dwarf_t *d) {
-  uint64_t h = 1469598103934665603ULL ^ d->nobjects;
+  uint64_t h = KF_FNV_OFFSET ^ d->nobjects;
   for (size_t i = 0; i < d->nobjects; i++)
-    h = ((h ^ d->objects[i].text_lo) * 1099511628211ULL ^ d->objects[i].text_hi) * 1099511628211ULL;
+    h = kf_fnv_word(kf_fnv_word(h, d->objects[i].text_lo), d->objects[i].text_hi);
   return h;
 }
 
@@ -303,9 +304,7 @@ void kf_dwarf_free(kf_dwarf_t *d) {
 
 const kf_dwarf_stats_t *kf_dwarf_stats(const kf_dwarf_t *d) { return &d->stats; }
 
-static size_t end_slot(uint64_t ip) {
-  return (size_t)((ip * 0x9E3779B97F4A7C15ULL) >> 32) & (KNOWN_ENDS - 1);
-}
+static size_t end_slot(uint64_t ip) { return kf_hash_fib(ip, KNOWN_ENDS); }
 
 int kf_dwarf_ends(const kf_dwarf_t *d, uint64_t ip, uint64_t *out) {
   for (size_t i = end_slot(ip); d->ends[i].ip; i = (i + 1) & (KNOWN_ENDS - 1)) {

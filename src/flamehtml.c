@@ -8,6 +8,7 @@
 #include "flametree.h"
 #include "framelabel.h"
 #include "grow.h"
+#include "hash.h"
 
 #define PAD_X 10 /* as the SVG: the same frames are left out */
 
@@ -92,10 +93,7 @@ typedef struct table {
 } table_t;
 
 static uint64_t hash_of(const kf_ftnode_t *f, const unsigned char rgb[3]) {
-  uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; i < f->name_len; i++) h = (h ^ (unsigned char)f->name[i]) * 1099511628211ULL;
-  for (int i = 0; i < 3; i++) h = (h ^ rgb[i]) * 1099511628211ULL;
-  return h;
+  return kf_fnv_bytes(kf_fnv_bytes(KF_FNV_OFFSET, f->name, f->name_len), rgb, 3);
 }
 
 /* The entry of f: found, or added (*added set). -1 when out of memory. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "grow.h"
+#include "hash.h"
 
 typedef struct span {
   const char *name;
@@ -41,9 +42,7 @@ typedef struct builder {
 } builder_t;
 
 static uint64_t hash(uint32_t parent, const char *s, size_t n) {
-  uint64_t h = 1469598103934665603ULL ^ parent; /* FNV-1a */
-  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-  return h ^ (h >> 29);
+  return kf_hash_mix(kf_fnv_bytes(KF_FNV_OFFSET ^ parent, s, n));
 }
 
 static int rehash(builder_t *b) {

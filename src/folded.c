@@ -1,6 +1,7 @@
 #include "folded.h"
 
 #include "grow.h"
+#include "hash.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -24,14 +25,6 @@ typedef struct buf {
 /* Room for `more` bytes and a terminating NUL. */
 static int buf_reserve(buf_t *b, size_t more) {
   return kf_grow((void **)&b->p, &b->cap, b->len + more + 1, 1, 4096);
-}
-
-size_t kf_fold_sanitize(char *dst, const char *name, size_t len) {
-  for (size_t i = 0; i < len; i++) {
-    unsigned char c = (unsigned char)name[i];
-    dst[i] = c == ';' ? ':' : (c < 0x20 || c == 0x7f) ? ' ' : (char)c;
-  }
-  return len;
 }
 
 /* Room for one more frame of n bytes after a ';' (none before the first):
@@ -79,8 +72,7 @@ typedef struct name_cache {
 } name_cache_t;
 
 static size_t slot_of(uint64_t ip, int kernel, size_t cap) {
-  uint64_t h = (ip ^ (uint64_t)kernel) * 0x9e3779b97f4a7c15ULL;
-  return (size_t)(h >> 32) & (cap - 1);
+  return kf_hash_fib(ip ^ (uint64_t)kernel, cap);
 }
 
 static int cache_grow(name_cache_t *c) {

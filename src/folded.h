@@ -33,10 +33,19 @@ typedef struct kf_fold_names {
 int kf_fold(const kf_stacks_t *stacks, const kf_fold_names_t *names,
             char **out, size_t *len, uint32_t *line_of_stack);
 
-/* Appends `name` to buf with ';' turned into ':' and control characters
- * (newline, tab, NUL never appear: they are the format's separators) turned
- * into ' ', so a name can never split a frame or a line. Returns the bytes
- * written (at most len). */
-size_t kf_fold_sanitize(char *buf, const char *name, size_t len);
+/* Copies name[0..len) to buf with ';' turned into ':' and control
+ * characters (bytes below 0x20, and 0x7f) turned into ' ', so a name can
+ * never split a frame or a line. Returns len, the bytes written. The one
+ * rule for every frame name: the folder's and V8 names' (jitname.c) in C,
+ * lib/foldedtext.js's sanitizeFrame in JS (test/foldedtext.test.js checks
+ * the two agree). Inline so that any module may apply it without linking
+ * the folder. Pure; any thread. */
+static inline size_t kf_fold_sanitize(char *buf, const char *name, size_t len) {
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)name[i];
+    buf[i] = c == ';' ? ':' : (c < 0x20 || c == 0x7f) ? ' ' : (char)c;
+  }
+  return len;
+}
 
 #endif

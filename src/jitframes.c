@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "grow.h"
+#include "hash.h"
 
 #define TOKEN_BASE 0xfffe000000000000ULL
 #define TOKEN_MASK 0xffff000000000000ULL
@@ -36,9 +37,7 @@ struct kf_jitframes {
 
 /* FNV-1a over the name, seeded by the tier and whether it is inlined */
 static uint64_t hash_name(const char *s, char tier, int inlined) {
-  uint64_t h = (1469598103934665603ULL ^ (unsigned char)tier) + (uint64_t)inlined;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-  return h;
+  return kf_fnv_str((KF_FNV_OFFSET ^ (unsigned char)tier) + (uint64_t)inlined, s);
 }
 
 void kf_jitframes_inlining(kf_jitframes_t *j, kf_funcpos_t *funcpos) {

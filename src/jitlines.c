@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "grow.h"
+#include "hash.h"
 
 typedef struct line {
   uint32_t code_offset, position;
@@ -102,18 +103,8 @@ struct kf_funcpos {
   kf_funcpos_stats_t stats;
 };
 
-static uint64_t mix(uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdULL;
-  k ^= k >> 33;
-  return k;
-}
 
-static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-  return h;
-}
+static uint64_t hash_str(const char *s) { return kf_fnv_str(KF_FNV_OFFSET, s); }
 
 kf_funcpos_t *kf_funcpos_new(size_t max_entries) {
   kf_funcpos_t *f = calloc(1, sizeof(*f));
@@ -139,7 +130,7 @@ static int grow_slots(kf_funcpos_t *f) {
   if (!slots) return -ENOMEM;
   for (size_t i = 0; i < f->nslots; i++) {
     if (!f->slots[i].key) continue;
-    size_t j = mix(f->slots[i].key) & (n - 1);
+    size_t j = kf_hash_mix(f->slots[i].key) & (n - 1);
     while (slots[j].key) j = (j + 1) & (n - 1);
     slots[j] = f->slots[i];
   }
@@ -185,7 +176,7 @@ static long intern(kf_funcpos_t *f, const char *name) {
 }
 
 static slot_t *slot_for(kf_funcpos_t *f, uint64_t key) {
-  size_t j = mix(key) & (f->nslots - 1);
+  size_t j = kf_hash_mix(key) & (f->nslots - 1);
   while (f->slots[j].key && f->slots[j].key != key) j = (j + 1) & (f->nslots - 1);
   return &f->slots[j];
 }

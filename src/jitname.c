@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "folded.h"
+
 /* V8's tags for code that runs a JS function (log tags of CodeEventLogger;
  * older V8 says LazyCompile/Function where newer says JS). */
 static const char *const js_tags[] = {"JS", "Eval", "Script", "LazyCompile",
@@ -12,12 +14,12 @@ typedef struct out {
   size_t cap, len;
 } out_t;
 
+/* Appends s[0..n), as much as fits, sanitised as every frame name is. */
 static void put(out_t *o, const char *s, size_t n) {
-  for (size_t i = 0; i < n && o->len + 1 < o->cap; i++) {
-    unsigned char c = (unsigned char)s[i];
-    o->buf[o->len++] = c == ';' ? ':' : (c < 0x20 || c == 0x7f) ? ' ' : (char)c;
-  }
-  if (o->cap) o->buf[o->len] = '\0';
+  if (o->cap == 0) return;
+  size_t room = o->cap - 1 - o->len;
+  o->len += kf_fold_sanitize(o->buf + o->len, s, n < room ? n : room);
+  o->buf[o->len] = '\0';
 }
 
 static void puts_(out_t *o, const char *s) { put(o, s, strlen(s)); }

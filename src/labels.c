@@ -16,6 +16,7 @@
 
 #include "clock.h"
 #include "grow.h"
+#include "hash.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int recording;
@@ -34,9 +35,7 @@ static uint32_t thread_id(void) {
 }
 
 static uint64_t hash_name(const char *s, size_t len) {
-  uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-  return h;
+  return kf_fnv_bytes(KF_FNV_OFFSET, s, len);
 }
 
 /* Doubles the slot table and re-inserts every name. */

@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "grow.h"
+#include "hash.h"
 #include "mapped.h"
 #include "threadrole.h"
 
@@ -82,7 +83,7 @@ static cache_t *cache_for(kf_namer_t *n, const kf_aggregate_t *a,
 }
 
 static size_t slot_of(uint64_t ip, int kernel, size_t cap) {
-  return (size_t)(((ip ^ (uint64_t)kernel) * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
+  return kf_hash_fib(ip ^ (uint64_t)kernel, cap);
 }
 
 static int cache_grow(cache_t *c) {

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "stacks.h"
 
+#include "hash.h"
 #include "mapped.h"
 
 #include <errno.h>
@@ -28,12 +29,7 @@ struct kf_stacks {
 
 static uint64_t hash_stack(uint32_t tid, const uint64_t *ips, uint32_t nr) {
   /* FNV-1a over 64-bit words, then a final mix so low bits spread. */
-  uint64_t h = 1469598103934665603ULL ^ tid;
-  for (uint32_t i = 0; i < nr; i++) h = (h ^ ips[i]) * 1099511628211ULL;
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdULL;
-  h ^= h >> 33;
-  return h;
+  return kf_hash_mix(kf_fnv_words(KF_FNV_OFFSET ^ tid, ips, nr));
 }
 
 kf_stacks_t *kf_stacks_new(void) { return calloc(1, sizeof(kf_stacks_t)); }

@@ -11,6 +11,7 @@
 #include "framelabel.h"
 #include "grow.h"
 #include "svgscript.h"
+#include "hash.h"
 
 #define PAD_X 10
 #define FRAME_HEIGHT 16
@@ -194,9 +195,7 @@ static int kind_of(const kf_ftnode_t *f) {
 /* Deterministic: the kind picks the palette, a hash of the name the shade. */
 void kf_svg_colour(const kf_ftnode_t *f, unsigned char rgb[3]) {
   const palette_t *p = &palettes[kind_of(f)];
-  uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; i < f->name_len; i++)
-    h = (h ^ (unsigned char)f->name[i]) * 1099511628211ULL;
+  uint64_t h = kf_fnv_bytes(KF_FNV_OFFSET, f->name, f->name_len);
   unsigned v = (unsigned)(h >> 56), w = (unsigned)(h >> 48) & 0xff;
   for (int c = 0; c < 3; c++) {
     unsigned span = (unsigned)(p->hi[c] - p->lo[c]);

@@ -10,6 +10,7 @@
 #include "debugfile.h"
 #include "elfsyms.h"
 #include "grow.h"
+#include "hash.h"
 #include "kallsyms.h"
 #include "procmaps.h"
 
@@ -244,7 +245,7 @@ static int grow_names(kf_symbolizer_t *s) {
   if (!t) return -ENOMEM;
   for (size_t i = 0; i < s->names_cap; i++) {
     if (!s->names[i].key) continue;
-    size_t j = (s->names[i].key * 0x9E3779B97F4A7C15ULL) >> 20 & (cap - 1);
+    size_t j = kf_hash_fib(s->names[i].key, cap);
     while (t[j].key) j = (j + 1) & (cap - 1);
     t[j] = s->names[i];
   }
@@ -259,7 +260,7 @@ const char *kf_symbolizer_frame(kf_symbolizer_t *s, uint64_t ip, int kernel) {
   if (key == 0) key = 2; /* ip 0 never maps; keep 0 for "empty" */
   if ((s->nnames + 1) * 2 > s->names_cap && grow_names(s) != 0)
     return "[unknown]";
-  size_t j = (key * 0x9E3779B97F4A7C15ULL) >> 20 & (s->names_cap - 1);
+  size_t j = kf_hash_fib(key, s->names_cap);
   for (; s->names[j].key; j = (j + 1) & (s->names_cap - 1))
     if (s->names[j].key == key) return s->names[j].name;
   char *name = kernel ? kernel_name(s, ip) : user_name(s, ip);

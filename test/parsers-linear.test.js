@@ -15,6 +15,7 @@ const path = require('node:path')
 const http = require('node:http')
 const kflame = require('..')
 const { modelFromFolded } = require('../lib/exports')
+const { parseText } = require('../lib/foldedtext')
 const { Readable, Writable } = require('node:stream')
 const { parseFrame } = require('../lib/exports/frames')
 const { parseMap, resolveText, resolveStream } = require('../lib/cli/resolve')
@@ -56,6 +57,7 @@ const FOLDED = {
 const PARSERS = {
   fromFolded: (text) => kflame.fromFolded(text),
   modelFromFolded: (text) => modelFromFolded(text),
+  'foldedtext.parseText': (text) => parseText(text),
   'renderSvg (C)': (text) => kflame.renderSvg(text, { minwidth: 0 })
 }
 

@@ -41,6 +41,11 @@ t.test('resolveOutput: files, directories, %p and what children inherit', async 
   }, 'an existing directory, KFLAME_FORMAT picks the format')
   t.same(resolveOutput({ KFLAME_OUT: '', KFLAME_FORMAT: '' }, at).file, path.join(dir, 'kflame-42.svg'), 'empty is unset')
   t.equal(withPidPattern('/a/b.c/out.svg'), '/a/b.c/out.%p.svg')
+  t.same(resolveOutput({ KFLAME_FORMAT: 'trace' }, at).file, path.join(dir, 'kflame-42.trace.json'),
+    'trace events: .trace.json, as the HTTP endpoints name them (one table, lib/output.js)')
+  t.same(resolveOutput({ KFLAME_OUT: 'run.trace.json' }, at), {
+    file: path.join(dir, 'run.trace.json'), format: 'trace', childOut: path.join(dir, 'run.%p.trace.json')
+  })
 
   t.throws(() => resolveOutput({ KFLAME_OUT: 'out.png' }, at), { code: 'KFLAME_ERR_CONFIG', message: /KFLAME_OUT.*\.svg.*\// })
   t.throws(() => resolveOutput({ KFLAME_OUT: 'noext' }, at), { code: 'KFLAME_ERR_CONFIG' })

@@ -8,7 +8,7 @@ const path = require('node:path')
 const { parse, usageError, positiveInteger } = require('./args')
 const { checkOutputPath, writeOutput, stderrLine } = require('./io')
 const help = require('./help')
-const { parseFoldedText, foldedOf } = require('../folded')
+const { parseText, formatText } = require('../foldedtext')
 
 const SPEC = {
   output: { type: 'string', short: 'o' },
@@ -50,14 +50,14 @@ function mergeFiles (files) {
   const badFiles = []
   let samples = 0
   for (const file of files) {
-    const parsed = parseFoldedText(fs.readFileSync(file, 'utf8'), samples)
+    const parsed = parseText(fs.readFileSync(file, 'utf8'), { total: samples })
     samples = parsed.total
     lines += parsed.lines
     badLines += parsed.badLines
     if (parsed.badLines) badFiles.push([file, parsed.badLines])
     for (const [stack, count] of parsed.stacks) merged.set(stack, (merged.get(stack) || 0) + count)
   }
-  const { keys, folded } = foldedOf(merged)
+  const { keys, folded } = formatText(merged)
   return { folded, samples, stacks: keys.length, lines, badLines, badFiles }
 }
 

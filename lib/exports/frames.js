@@ -10,7 +10,7 @@
 //     hz, startTime, endTime,                  times in µs on CLOCK_MONOTONIC
 //     pid?, processName?, wallStart? }         optional, see the exports
 
-const { kflameError } = require('../errors')
+const { invalid, outOfRange } = require('../errors')
 
 // "name url:line:col" is how V8 names code of a JS function; kflame appends _[j].
 const JS_POSITION = /:(\d+):(\d+)$/
@@ -109,10 +109,6 @@ function frameParser () {
 // Code-unit order, not the locale's: the same on every machine.
 function compareStrings (a, b) {
   return a < b ? -1 : a > b ? 1 : 0
-}
-
-function invalid (message) {
-  return kflameError(TypeError, 'KFLAME_ERR_INVALID_ARG', message)
 }
 
 function isSequence (a) {
@@ -281,8 +277,7 @@ function forEachSample (model, fn) {
   let total = 0
   for (const c of runs.count) total += c
   if (total > MAX_SYNTHETIC_SAMPLES) {
-    throw kflameError(RangeError, 'KFLAME_ERR_OUT_OF_RANGE',
-      `the model's counts add up to ${total} samples, more than the ${MAX_SYNTHETIC_SAMPLES} that can be laid out one by one`)
+    throw outOfRange(`the model's counts add up to ${total} samples, more than the ${MAX_SYNTHETIC_SAMPLES} that can be laid out one by one`)
   }
   let k = 0
   for (let i = 0; i < runs.line.length; i++) {
