@@ -142,6 +142,29 @@ static int frame_id(kf_namer_t *n, cache_t *c, kf_aggregate_t *a, uint64_t ip,
   return 0;
 }
 
+/* An off-CPU chain (named, leaf first) of a thread with nothing to do:
+ * the event loop polling (libuv's uv__io_poll, in epoll_wait), a thread
+ * pool or V8 platform worker waiting for a task (uv_cond_wait called by
+ * libuv's `worker` or node's PlatformWorkerThread), or one of kflame's own
+ * threads. These are not waits worth showing; the SVG hides them. */
+static int idle_chain(const kf_namer_t *n, const kf_aggregate_t *a, const kf_stack_t *st) {
+  const char *comm = n->opts.comm ? n->opts.comm(n->opts.comm_ctx, st->tid) : NULL;
+  if (comm && strncmp(comm, "kflame-", 7) == 0) return 1;
+  const char *callee = NULL;
+  for (uint32_t i = 0; i < st->nr; i++) {
+    if (n->ids[i] >= (uint64_t)PERF_CONTEXT_MAX) continue;
+    const char *name = kf_aggregate_frame_name(a, n->ids[i]);
+    if (!name) continue;
+    if (strcmp(name, "uv__io_poll") == 0) return 1;
+    if (callee && strcmp(callee, "uv_cond_wait") == 0 &&
+        (strcmp(name, "worker") == 0 ||
+         strcmp(name, "node::(anonymous namespace)::PlatformWorkerThread(void*)") == 0))
+      return 1;
+    callee = name;
+  }
+  return 0;
+}
+
 /* The chain with each frame's address replaced by its name's id, markers
  * kept (folded.c reads contexts from them), into n->ids. */
 static int name_chain(kf_namer_t *n, cache_t *c, kf_aggregate_t *a,
@@ -158,6 +181,8 @@ static int name_chain(kf_namer_t *n, cache_t *c, kf_aggregate_t *a,
     }
     if (frame_id(n, c, a, ip, kernel, &n->ids[i])) return -ENOMEM;
   }
+  if (st->nr && st->ips[0] == KF_CONTEXT_OFFCPU && idle_chain(n, a, st))
+    n->ids[0] = KF_CONTEXT_IDLE;
   return 0;
 }
 
