@@ -142,17 +142,30 @@ static int frame_id(kf_namer_t *n, cache_t *c, kf_aggregate_t *a, uint64_t ip,
   return 0;
 }
 
+/* User frames from the leaf within which the idle wait's caller is found:
+ * libc's wrappers (epoll_wait; pthread_cond_wait and the futex wait under
+ * it) come before it, never a function of the application. */
+#define IDLE_DEPTH 6
+
 /* An off-CPU chain (named, leaf first) of a thread with nothing to do:
- * the event loop polling (libuv's uv__io_poll, in epoll_wait), a thread
- * pool or V8 platform worker waiting for a task (uv_cond_wait called by
- * libuv's `worker` or node's PlatformWorkerThread), or one of kflame's own
- * threads. These are not waits worth showing; the SVG hides them. */
+ * the event loop polling (epoll_wait called by libuv's uv__io_poll), a
+ * thread pool or V8 platform worker waiting for a task (uv_cond_wait
+ * called by libuv's `worker` or node's PlatformWorkerThread), or one of
+ * kflame's own threads. Only the innermost user frames count: a callback
+ * run from uv__io_poll that then waits (Atomics.wait in a message handler)
+ * is a real wait. These are not waits worth showing; the SVG hides them. */
 static int idle_chain(const kf_namer_t *n, const kf_aggregate_t *a, const kf_stack_t *st) {
   const char *comm = n->opts.comm ? n->opts.comm(n->opts.comm_ctx, st->tid) : NULL;
   if (comm && strncmp(comm, "kflame-", 7) == 0) return 1;
   const char *callee = NULL;
-  for (uint32_t i = 0; i < st->nr; i++) {
-    if (n->ids[i] >= (uint64_t)PERF_CONTEXT_MAX) continue;
+  int user = 0, depth = 0;
+  for (uint32_t i = 0; i < st->nr && depth < IDLE_DEPTH; i++) {
+    if (st->ips[i] >= (uint64_t)PERF_CONTEXT_MAX) {
+      user = st->ips[i] == (uint64_t)PERF_CONTEXT_USER;
+      continue;
+    }
+    if (!user) continue;
+    depth++;
     const char *name = kf_aggregate_frame_name(a, n->ids[i]);
     if (!name) continue;
     if (strcmp(name, "uv__io_poll") == 0) return 1;

@@ -1,0 +1,90 @@
+'use strict'
+
+// Off-CPU profiles: a fixture that waits in known places (fs.readSync on an
+// empty FIFO, Atomics.wait in a worker, a thread pool saturated by
+// crypto.pbkdf2) must show each wait under its JS function with the share
+// of wall time it was timed at, within 5 points, with the kernel function
+// it slept in; idle waits marked (idle); both mode accounts for every
+// thread's wall time; the timer sampler refuses off-CPU.
+
+const t = require('tap')
+const { runFixture, total, kernelAllowed } = require('./helpers')
+const kflame = require('..')
+
+const HZ = 199
+const POINTS = 5
+
+function has (stack, re) {
+  return stack.frames.some((f) => re.test(f))
+}
+
+// Share of one thread's wall time (durationMs at HZ) that `count` samples stand for.
+function share (count, stats) {
+  return 100 * count / (stats.durationMs / 1000 * HZ)
+}
+
+if (!kernelAllowed()) {
+  t.test('without kernel context off-CPU is refused with advice', async (t) => {
+    t.throws(() => kflame.start({ what: 'offcpu', mode: 'perf' }), { code: 'KFLAME_ERR_OFFCPU_PARANOID' })
+    t.notOk(kflame.isRunning())
+  })
+} else {
+  for (const what of ['both', 'offcpu']) {
+    t.test(`what: '${what}': waits under their JS functions at their timed share`, async (t) => {
+      const { stacks, stats, truth } = runFixture('offcpu.js', [], [what], { UV_THREADPOOL_SIZE: '2' })
+      t.equal(stats.what, what)
+      const off = stacks.filter((s) => s.frames[1] === '[off-cpu]')
+      const pipe = off.filter((s) => has(s, /^readPipe .*offcpu\.js:/))
+      const pipeShare = share(total(pipe), stats)
+      const pipeTruth = 100 * truth.pipeMs / stats.durationMs
+      t.ok(Math.abs(pipeShare - pipeTruth) <= POINTS,
+        `readPipe off CPU ${pipeShare.toFixed(1)}% of wall time, timed ${pipeTruth.toFixed(1)}%`)
+      t.ok(pipe.every((s) => s.frames[0] === 'main'), 'on the main thread')
+      t.ok(pipe.some((s) => has(s, /pipe_read_\[k\]$/)), 'in the kernel\'s pipe_read')
+
+      const atomics = off.filter((s) => has(s, /^waitInWorker /))
+      const atomicsShare = share(total(atomics), stats)
+      const atomicsTruth = 100 * truth.workerMs / stats.durationMs
+      t.ok(Math.abs(atomicsShare - atomicsTruth) <= POINTS,
+        `waitInWorker off CPU ${atomicsShare.toFixed(1)}% of its thread's wall time, timed ${atomicsTruth.toFixed(1)}%`)
+      t.ok(atomics.some((s) => has(s, /^futex_wait_\[k\]$/)), 'in the kernel\'s futex_wait')
+      t.ok(atomics.length > 0 && atomics.every((s) => s.frames[0] !== 'main'), 'on the worker\'s thread')
+
+      // The pool: two threads kept busy by eight jobs for poolMs, running
+      // or waiting for a CPU (preempted) under PBKDF2; waiting for work is idle.
+      const pool = stacks.filter((s) => /^libuv-worker-/.test(s.frames[0]))
+      const derive = pool.filter((s) => has(s, /^PKCS5_PBKDF2_HMAC$/) && (what === 'both' || s.frames[1] === '[off-cpu]'))
+      if (what === 'both') {
+        const deriveShare = share(total(derive), stats) / 2
+        const deriveTruth = 100 * truth.poolMs / stats.durationMs
+        t.ok(Math.abs(deriveShare - deriveTruth) <= POINTS,
+          `pool threads in PBKDF2 ${deriveShare.toFixed(1)}% of their wall time, the jobs took ${deriveTruth.toFixed(1)}%`)
+      }
+      const poolIdle = pool.filter((s) => s.frames[1] === '(idle)')
+      t.ok(poolIdle.length > 0 && poolIdle.every((s) => has(s, /^uv_cond_wait$/)), 'waiting for work is (idle)')
+      t.ok(stacks.some((s) => s.frames[0] === 'main' && s.frames[1] === '(idle)' && has(s, /^uv__io_poll$/)),
+        'the event loop waiting for the pool is (idle)')
+      if (what === 'offcpu') {
+        t.ok(stacks.every((s) => s.frames[1] === '[off-cpu]' || s.frames[1] === '(idle)'), 'no CPU samples')
+      } else {
+        // Every moment of the main thread is a sample: running, waiting or idle
+        // (it ran from start() on, so no wait began before the profile).
+        const mainShare = share(total(stacks.filter((s) => s.frames[0] === 'main')), stats)
+        t.ok(Math.abs(mainShare - 100) <= POINTS, `the main thread's samples cover ${mainShare.toFixed(1)}% of the wall time`)
+      }
+      const d = stats.details
+      t.ok(d.switchSamples > 0 && d.switchPaired > 0, `switches: ${d.switchSamples} sampled, ${d.switchPaired} paired`)
+      t.equal(d.maxSwitchRate, 0)
+      t.ok(Math.abs(d.offCpuSamples - total(off) - total(stacks.filter((s) => s.frames[1] === '(idle)'))) <= 0,
+        'offCpuSamples counts the [off-cpu] and (idle) samples')
+    })
+  }
+}
+
+t.test('the timer sampler cannot take off-CPU profiles', async (t) => {
+  t.throws(() => kflame.start({ what: 'offcpu', mode: 'timer' }), { code: 'KFLAME_ERR_OFFCPU_TIMER' })
+  t.throws(() => kflame.start({ what: 'sideways' }), { code: 'KFLAME_ERR_OUT_OF_RANGE' })
+  t.throws(() => kflame.start({ maxSwitchRate: -1 }), { code: 'KFLAME_ERR_OUT_OF_RANGE' })
+  t.throws(() => kflame.start({ maxSwitchRate: 1.5 }), { code: 'KFLAME_ERR_INVALID_ARG' })
+  t.notOk(kflame.isRunning())
+})
