@@ -634,7 +634,8 @@ static int get_svg_opts(napi_env env, napi_value obj, kf_svg_opts_t *o,
       get_u32(env, obj, "width", &width) ||
       get_double(env, obj, "minwidth", &o->minwidth) ||
       get_bool(env, obj, "inverted", &o->inverted) ||
-      get_bool(env, obj, "reverse", &o->reverse))
+      get_bool(env, obj, "reverse", &o->reverse) ||
+      get_bool(env, obj, "idle", &o->show_idle))
     return -1;
   o->width = width;
   if (has_title) o->title = t->title;
@@ -653,6 +654,7 @@ static napi_value svg_stats(napi_env env, const kf_svg_stats_t *st) {
   CHECK(env, set_num(env, stats, "drawn", (double)st->drawn));
   CHECK(env, set_num(env, stats, "mergedFrames", (double)st->merged_frames));
   CHECK(env, set_num(env, stats, "mergedSamples", (double)st->merged_samples));
+  CHECK(env, set_num(env, stats, "idleSamples", (double)st->idle_samples));
   return stats;
 }
 

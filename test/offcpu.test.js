@@ -88,3 +88,20 @@ t.test('the timer sampler cannot take off-CPU profiles', async (t) => {
   t.throws(() => kflame.start({ maxSwitchRate: 1.5 }), { code: 'KFLAME_ERR_INVALID_ARG' })
   t.notOk(kflame.isRunning())
 })
+
+t.test('pprof says which time a sample is: cpu or off_cpu nanoseconds', async (t) => {
+  const zlib = require('node:zlib')
+  const { Profile: PprofProfile } = require('pprof-format')
+  const folded = 'main;[off-cpu];wait /a.js:1:1_[j];futex_wait_[k] 3\nmain;(idle);uv__io_poll 4\nmain;run /a.js:2:2_[j] 2\n'
+  const p = PprofProfile.decode(zlib.gunzipSync(kflame.fromFolded(folded, { hz: 100 }).pprof()))
+  const str = (i) => p.stringTable.strings[Number(i)]
+  t.same(p.sampleType.map((v) => `${str(v.type)}/${str(v.unit)}`), ['samples/count', 'cpu/nanoseconds', 'off_cpu/nanoseconds'])
+  const byLeaf = new Map()
+  const fnName = new Map(p.function.map((f) => [Number(f.id), str(f.systemName)]))
+  for (const s of p.sample) byLeaf.set(fnName.get(Number(s.locationId[0])), s.value.map(Number))
+  t.same(byLeaf.get('futex_wait_[k]'), [3, 0, 30000000])
+  t.same(byLeaf.get('uv__io_poll'), [4, 0, 40000000])
+  t.same(byLeaf.get('run /a.js:2:2_[j]'), [2, 20000000, 0])
+  const cpuOnly = PprofProfile.decode(zlib.gunzipSync(kflame.fromFolded('main;run 2\n', { hz: 100 }).pprof()))
+  t.equal(cpuOnly.sampleType.length, 2, 'CPU profiles keep two sample types')
+})
