@@ -16,9 +16,12 @@ const MODES = ['auto', 'perf', 'timer']
 // index + 1 is the C core's KF_WHAT_* bit set.
 const WHATS = ['cpu', 'offcpu', 'both']
 // Off-CPU: switched-out samples with stacks per thread and second, at most
-// (perf's frequency mode): an HTTP server switches tens of thousands of times
-// a second, each stack costs the kernel a walk and a copy. 0: every switch.
-const MAX_SWITCH_RATE = 1000
+// (perf's frequency mode), or 0: every switch, the default. A bound samples
+// one switch in N and weighs it N times: the waits between two samples go to
+// the sampled one's stack, so a rare long wait among many short ones can be
+// missed; it is there for servers that switch so often that the stacks cost
+// too much (see README, "Off-CPU time").
+const MAX_SWITCH_RATE = 0
 // A sample record's size is a 16-bit field: the stack copy must leave room
 // for the rest of it (the callchain, up to 127 frames by default).
 const MAX_STACK_BYTES = 60000

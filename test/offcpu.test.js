@@ -105,3 +105,54 @@ t.test('pprof says which time a sample is: cpu or off_cpu nanoseconds', async (t
   const cpuOnly = PprofProfile.decode(zlib.gunzipSync(kflame.fromFolded('main;run 2\n', { hz: 100 }).pprof()))
   t.equal(cpuOnly.sampleType.length, 2, 'CPU profiles keep two sample types')
 })
+
+// Every way in: the HTTP endpoints, kflame/register and the kflame command.
+const path = require('node:path')
+const fs = require('node:fs')
+const os = require('node:os')
+const { spawnSync } = require('node:child_process')
+const { request, close } = require('./fixtures/http-client')
+const SLEEPER = 'const c = new Int32Array(new SharedArrayBuffer(4)); function napInScript () { Atomics.wait(c, 0, 0, 300) } napInScript()'
+
+t.test('/start?what=both&sourceMaps=1, and bad values refused', { skip: !kernelAllowed() && 'off-CPU needs kernel context' }, async (t) => {
+  const server = await kflame.listen({ port: 0 })
+  t.teardown(() => close(server))
+  const { port } = server.address()
+  let r = await request(port, 'POST', '/start?what=sideways')
+  t.equal(r.status, 400)
+  t.equal(r.json().code, 'KFLAME_ERR_HTTP_BAD_PARAM')
+  r = await request(port, 'POST', '/start?sourceMaps=maybe')
+  t.equal(r.status, 400)
+  r = await request(port, 'POST', '/start?what=offcpu&mode=timer')
+  t.equal(r.status, 400)
+  t.equal(r.json().code, 'KFLAME_ERR_OFFCPU_TIMER')
+  r = await request(port, 'POST', '/start?what=both&sourceMaps=1')
+  t.equal(r.status, 200)
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  r = await request(port, 'POST', '/stop?format=folded')
+  t.equal(r.status, 200)
+  t.match(r.text, /^main;\(idle\);/m, 'the event loop waiting for the request is (idle)')
+})
+
+t.test('kflame/register (KFLAME_WHAT) and kflame --what', { skip: !kernelAllowed() && 'off-CPU needs kernel context' }, async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-offcpu-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const out = path.join(dir, 'reg.folded')
+  let r = spawnSync(process.execPath, ['-r', path.join(__dirname, '..', 'register.js'), '-e', SLEEPER], {
+    // Without the test runner's NODE_OPTIONS (its loader's thread runs the script).
+    env: { ...process.env, NODE_OPTIONS: '', KFLAME_WHAT: 'offcpu', KFLAME_OUT: out, KFLAME_QUIET: '1' }, encoding: 'utf8'
+  })
+  t.equal(r.status, 0, r.stderr)
+  const reg = fs.readFileSync(out, 'utf8')
+  t.match(reg, /^main;\[off-cpu\];.*napInScript /m, reg.split('\n').filter((l) => l.includes('off-cpu')).map((l) => l.slice(0, 100) + ' ... ' + l.slice(-300)).join('\n'))
+  r = spawnSync(process.execPath, ['-r', path.join(__dirname, '..', 'register.js'), '-e', '1'], {
+    env: { ...process.env, KFLAME_WHAT: 'often', KFLAME_OUT: out }, encoding: 'utf8'
+  })
+  t.equal(r.status, 2)
+  t.match(r.stderr, /KFLAME_WHAT="often"/)
+  const cliOut = path.join(dir, 'cli.folded')
+  r = spawnSync(process.execPath, [path.join(__dirname, '..', 'bin', 'kflame.js'), '--what', 'both', '--source-maps',
+    '-o', cliOut, process.execPath, '-e', SLEEPER], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } })
+  t.equal(r.status, 0, r.stderr)
+  t.match(fs.readFileSync(cliOut, 'utf8'), /^main;\[off-cpu\];.*napInScript /m)
+})
