@@ -73,7 +73,8 @@ function mapSources (profile) {
     profile.stats.warnings.push(`source maps were not applied: ${err.message}`)
     return
   }
-  const { missing, broken, unmapped } = details.sourceMaps
+  const { missing, broken, unmapped, mapped } = details.sourceMaps
+  if (mapped > 0) details.foldedBytes = Buffer.byteLength(profile.folded)
   if (broken > 0) {
     profile.stats.warnings.push(`${broken} source map(s) could not be read or parsed: the frames of their files keep their JS names`)
   }

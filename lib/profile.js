@@ -56,6 +56,9 @@ class Profile {
   mapSources (mapper) {
     const { applySourceMaps } = require('./sourcemaps')
     const mapped = applySourceMaps(this.folded, this.samples, mapper)
+    // Nothing mapped (no file has a map): the text stays C's, which renders
+    // and writes without a JS copy.
+    if (mapped.stats.mapped === 0) return mapped.stats
     this.#folded = mapped.folded
     this.#samples = mapped.samples
     this.#rewritten = true
@@ -179,7 +182,8 @@ function modelOf (profile) {
 function subtitleOf (stats) {
   if (!stats || !stats.hz || stats.durationMs == null) return undefined
   const threads = stats.threads === 1 ? '1 thread' : `${stats.threads} threads`
-  return `${stats.samples} samples at ${stats.hz} Hz (${stats.event}), ${threads}, ` +
+  const what = stats.what === 'both' ? ', on and off CPU' : stats.what === 'offcpu' ? ', off CPU' : ''
+  return `${stats.samples} samples at ${stats.hz} Hz (${stats.event}${what}), ${threads}, ` +
     `${(stats.durationMs / 1000).toFixed(2)} s${stats.lost ? `, ${stats.lost} lost` : ''}`
 }
 
