@@ -8,6 +8,7 @@
         "src/sampler.c",
         "src/timersampler.c",
         "src/collector.c",
+        "src/offcpu.c",
         "src/ring.c",
         "src/stacks.c",
         "src/timeline.c",

@@ -15,6 +15,7 @@
 //   node bench/http.js --loader wrk                 # force wrk
 //   node bench/http.js --warm-kflame                # see below
 //   node bench/http.js --no-perf                    # leave perf out
+//   node bench/http.js --offcpu                     # off-CPU sampling's cost (see OFFCPU_MODES)
 //
 // perf runs the server for its whole life (perf record -- node ...): the
 // server then does not load kflame, and reads the CPU perf itself used in the
@@ -45,6 +46,18 @@ const {
 } = require('./common')
 
 const MODES = ['none', 'kflame-99', 'kflame-999', 'v8-inspector', 'cpu-prof']
+// --offcpu: kflame's off-CPU sampling (what: 'both' at 99 Hz) beside CPU
+// alone: every context switch sampled with its stack (maxSwitchRate 0),
+// and bounded by perf's frequency mode to 1000 and 200 stacks per thread
+// and second.
+const OFFCPU_MODES = ['none', 'kflame-99', 'kflame-both-99', 'kflame-both-99-r1000', 'kflame-both-99-r200']
+
+// start() options of a kflame mode: kflame-HZ, kflame-both-HZ[-rRATE].
+function kflameOptions (mode) {
+  const m = /^kflame-(both-)?(\d+)(?:-r(\d+))?$/.exec(mode)
+  if (!m[1]) return { hz: Number(m[2]) }
+  return { hz: Number(m[2]), what: 'both', maxSwitchRate: m[3] === undefined ? 0 : Number(m[3]) }
+}
 const PERF_MODES = ['perf-99', 'perf-999']
 const isPerf = (mode) => mode.startsWith('perf-')
 const CONNECTIONS = 10
@@ -97,7 +110,7 @@ function child (mode) {
 
   process.on('message', (msg) => {
     if (msg.cmd === 'prewarm') {
-      kflame.start({ hz: Number(mode.slice(7)) })
+      kflame.start(kflameOptions(mode))
     } else if (msg.cmd === 'begin') {
       let t = process.hrtime.bigint()
       if (kflame && kflame.isRunning()) {
@@ -105,7 +118,7 @@ function child (mode) {
         prewarmMs = Number(process.hrtime.bigint() - t) / 1e6
         t = process.hrtime.bigint()
       }
-      if (mode.startsWith('kflame-')) kflame.start({ hz: Number(mode.slice(7)) })
+      if (mode.startsWith('kflame-')) kflame.start(kflameOptions(mode))
       if (mode === 'v8-inspector') {
         session = startInspectorProfiler()
       }
@@ -328,7 +341,7 @@ async function main () {
   const notes = []
   const perf = args.includes('--no-perf') ? { ok: false, why: '--no-perf' } : perfCheck()
   if (!perf.ok) notes.push(`perf modes skipped: ${perf.why}`)
-  const modes = perf.ok ? [...MODES, ...PERF_MODES] : MODES
+  const modes = args.includes('--offcpu') ? OFFCPU_MODES : perf.ok ? [...MODES, ...PERF_MODES] : MODES
 
   const runs = []
   for (let r = 0; r < rounds; r++) {

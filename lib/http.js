@@ -17,7 +17,7 @@ const crypto = require('node:crypto')
 const nodeHttp = require('node:http')
 const net = require('node:net')
 const { kflameError, invalid, outOfRange } = require('./errors')
-const { MODES } = require('./options')
+const { MODES, WHATS } = require('./options')
 const output = require('./output')
 
 function api () {
@@ -49,9 +49,9 @@ const DEFAULT_SECONDS = 30 // /profile, as Go's pprof
 // so a browser or `curl URL` can drive it; the CSRF that allows is answered
 // by the token, or by the Origin checks of loopback mode.
 const ENDPOINTS = {
-  '/start': { methods: ['GET', 'POST'], params: ['hz', 'mode'] },
+  '/start': { methods: ['GET', 'POST'], params: ['hz', 'mode', 'what', 'sourceMaps'] },
   '/stop': { methods: ['GET', 'POST'], params: ['format'] },
-  '/profile': { methods: ['GET', 'POST'], params: ['seconds', 'hz', 'format', 'mode'] },
+  '/profile': { methods: ['GET', 'POST'], params: ['seconds', 'hz', 'format', 'mode', 'what', 'sourceMaps'] },
   '/status': { methods: ['GET'], params: [] }
 }
 
@@ -301,7 +301,21 @@ function checkParams (config, endpoint, params) {
     if (seen.has(name)) throw badParam(`query parameter "${name}" is given more than once`)
     seen.add(name)
   }
-  const p = { hz: DEFAULT_HZ, mode: 'auto', seconds: Math.min(DEFAULT_SECONDS, config.maxDuration / 1000), format: 'svg' }
+  const p = { hz: DEFAULT_HZ, mode: 'auto', seconds: Math.min(DEFAULT_SECONDS, config.maxDuration / 1000), format: 'svg', what: 'cpu', sourceMaps: undefined }
+  if (params.has('what')) {
+    const text = params.get('what')
+    if (!WHATS.includes(text)) {
+      throw badParam(`what must be one of ${WHATS.join(', ')} (CPU time, off-CPU time, both), got ${JSON.stringify(text)}`)
+    }
+    p.what = text
+  }
+  if (params.has('sourceMaps')) {
+    const text = params.get('sourceMaps')
+    if (text !== 'true' && text !== 'false' && text !== '1' && text !== '0') {
+      throw badParam(`sourceMaps must be true, false, 1 or 0, got ${JSON.stringify(text)}`)
+    }
+    p.sourceMaps = text === 'true' || text === '1'
+  }
   if (params.has('mode')) {
     const text = params.get('mode')
     if (!MODES.includes(text)) {
@@ -388,15 +402,15 @@ function startError (err) {
   const code = err.code || 'KFLAME_ERR_HTTP_INTERNAL'
   let status = 500
   if (code === 'KFLAME_ERR_RUNNING') status = 409
-  else if (code === 'KFLAME_ERR_OUT_OF_RANGE' || code === 'KFLAME_ERR_INVALID_ARG') status = 400
-  else if (code.startsWith('KFLAME_ERR_PERF_') || ['KFLAME_ERR_MLOCK', 'KFLAME_ERR_FD_LIMIT', 'KFLAME_ERR_TIMER', 'KFLAME_ERR_NO_SIGNAL'].includes(code)) status = 503
+  else if (code === 'KFLAME_ERR_OUT_OF_RANGE' || code === 'KFLAME_ERR_INVALID_ARG' || code === 'KFLAME_ERR_OFFCPU_TIMER') status = 400
+  else if (code.startsWith('KFLAME_ERR_PERF_') || ['KFLAME_ERR_MLOCK', 'KFLAME_ERR_FD_LIMIT', 'KFLAME_ERR_TIMER', 'KFLAME_ERR_NO_SIGNAL', 'KFLAME_ERR_OFFCPU_PARANOID'].includes(code)) status = 503
   return new HttpError(status, code, err.message)
 }
 
 function begin (config, via, p) {
   checkIdle(config)
   try {
-    api().start({ hz: p.hz, mode: p.mode })
+    api().start({ hz: p.hz, mode: p.mode, what: p.what, sourceMaps: p.sourceMaps })
   } catch (err) {
     throw startError(err)
   }

@@ -15,7 +15,7 @@ const jitMode = process.env.KFLAME_JIT || 'load'
 if (jitMode !== 'off') require('node:v8').setFlagsFromString('--interpreted-frames-native-stack')
 
 const binding = require('./binding')
-const { checkStartOptions, defaultPerfMapPath, MODES } = require('./options')
+const { checkStartOptions, defaultPerfMapPath, MODES, WHATS } = require('./options')
 const { kflameError } = require('./errors')
 const { checkPath } = require('./safefile')
 const { Profile, makeStats } = require('./profile')
@@ -43,6 +43,9 @@ function start (options) {
     jit: o.jit && jitMode !== 'off',
     tiers: o.tiers,
     dwarf: o.dwarf,
+    what: WHATS.indexOf(o.what) + 1, // KF_WHAT_*
+    maxSwitchRate: o.maxSwitchRate,
+    sourceMaps: o.sourceMaps,
     perfMap: o.perfMap || undefined
   })
 }
@@ -52,8 +55,32 @@ function start (options) {
 // taken, not what this isolate remembers.
 function stop () {
   const raw = binding.stop() // throws KFLAME_ERR_NOT_RUNNING when idle
-  return Profile.fromNative(raw, makeStats(raw.stats, raw.labels, workers.status()),
+  const profile = Profile.fromNative(raw, makeStats(raw.stats, raw.labels, workers.status()),
     { startUs: raw.stats.startUs, wallStart: raw.stats.wallStartMs })
+  if (raw.stats.sourceMaps) mapSources(profile)
+  return profile
+}
+
+// JS frames named after their original sources (lib/sourcemaps.js), at
+// stop() while the files are as they ran. A text too large for a JS string
+// stays as it is, with a warning.
+function mapSources (profile) {
+  const details = profile.stats.details
+  try {
+    details.sourceMaps = profile.mapSources()
+  } catch (err) {
+    if (err.code !== 'KFLAME_ERR_TOO_LARGE') throw err
+    profile.stats.warnings.push(`source maps were not applied: ${err.message}`)
+    return
+  }
+  const { missing, broken, unmapped, mapped } = details.sourceMaps
+  if (mapped > 0) details.foldedBytes = Buffer.byteLength(profile.folded)
+  if (broken > 0) {
+    profile.stats.warnings.push(`${broken} source map(s) could not be read or parsed: the frames of their files keep their JS names`)
+  }
+  if (unmapped > 0 && missing + broken === 0) {
+    profile.stats.warnings.push(`${unmapped} JS frame(s) fell outside their files' source maps and keep their JS names`)
+  }
 }
 
 // Frees the symbol tables kept from one profile to the next (ELF symbols of

@@ -7,10 +7,21 @@
 const fs = require('node:fs')
 const { kflameError, invalid, outOfRange } = require('./errors')
 const { checkPath } = require('./safefile')
+const { sourceMapsDefault } = require('./sourcemaps')
 
 const EVENTS = ['cpu-clock', 'task-clock']
 // 'auto': perf events, else (perf_event_open refused) the timer sampler.
 const MODES = ['auto', 'perf', 'timer']
+// What is sampled: CPU time, off-CPU time (context switches), or both. The
+// index + 1 is the C core's KF_WHAT_* bit set.
+const WHATS = ['cpu', 'offcpu', 'both']
+// Off-CPU: switched-out samples with stacks per thread and second, at most
+// (perf's frequency mode), or 0: every switch, the default. A bound samples
+// one switch in N and weighs it N times: the waits between two samples go to
+// the sampled one's stack, so a rare long wait among many short ones can be
+// missed; it is there for servers that switch so often that the stacks cost
+// too much (see README, "Off-CPU time").
+const MAX_SWITCH_RATE = 0
 // A sample record's size is a 16-bit field: the stack copy must leave room
 // for the rest of it (the callchain, up to 127 frames by default).
 const MAX_STACK_BYTES = 60000
@@ -40,7 +51,12 @@ const DEFAULTS = Object.freeze({
   // a profile over time (cpuprofile, trace events): true keeps the newest
   // TIMELINE_DEFAULT (an hour at 99 Hz on three busy threads, ~6 MB), a
   // number that many, false none. Folded text and SVG never need it.
-  timeline: true
+  timeline: true,
+  what: 'cpu',
+  maxSwitchRate: MAX_SWITCH_RATE,
+  // null: on when node runs with --enable-source-maps or KFLAME_SOURCE_MAPS=1
+  // (lib/sourcemaps.js).
+  sourceMaps: null
 })
 const TIMELINE_DEFAULT = 1000000
 const TIMELINE_MAX = 0xffffffff
@@ -105,6 +121,22 @@ function checkStartOptions (options) {
   } else if (o.timeline < 0 || o.timeline > TIMELINE_MAX) {
     throw outOfRange(`start(options): timeline must be from 0 to ${TIMELINE_MAX} samples, got ${o.timeline}`)
   }
+  if (typeof o.what !== 'string') throw invalid('start(options): what must be a string')
+  if (!WHATS.includes(o.what)) {
+    throw outOfRange(`start(options): what must be one of ${WHATS.join(', ')}, got "${o.what}"`)
+  }
+  if (o.what !== 'cpu' && o.mode === 'timer') {
+    throw kflameError(RangeError, 'KFLAME_ERR_OFFCPU_TIMER',
+      `start(options): what: '${o.what}' needs perf events (mode 'perf' or 'auto'): the timer sampler counts CPU time only and cannot see a thread that waits`)
+  }
+  if (typeof o.maxSwitchRate !== 'number' || !Number.isInteger(o.maxSwitchRate)) {
+    throw invalid('start(options): maxSwitchRate must be an integer')
+  }
+  if (o.maxSwitchRate < 0 || o.maxSwitchRate > max) {
+    throw outOfRange(`start(options): maxSwitchRate must be from 0 (every switch) to ${max} (kernel.perf_event_max_sample_rate), got ${o.maxSwitchRate}`)
+  }
+  if (o.sourceMaps === null) o.sourceMaps = sourceMapsDefault()
+  if (typeof o.sourceMaps !== 'boolean') throw invalid('start(options): sourceMaps must be a boolean')
   if (o.perfMap === true) o.perfMap = defaultPerfMapPath()
   if (o.perfMap !== false && (typeof o.perfMap !== 'string' || o.perfMap === '')) {
     throw invalid('start(options): perfMap must be a boolean or a file path')
@@ -119,4 +151,4 @@ function defaultPerfMapPath () {
   return `/tmp/perf-${process.pid}.map`
 }
 
-module.exports = { checkStartOptions, defaultPerfMapPath, DEFAULTS, EVENTS, MODES, TIMELINE_DEFAULT }
+module.exports = { checkStartOptions, defaultPerfMapPath, DEFAULTS, EVENTS, MODES, WHATS, TIMELINE_DEFAULT }

@@ -27,6 +27,7 @@ class Profile {
   #samples // { line, time, tid }, null (folded text), or undefined until asked
   #native // the C profile of a live one, or null
   #labels // a live profile's label log, applied on first use, or null
+  #rewritten // the text is no longer C's (labels or source maps applied)
 
   // timing: { startUs (CLOCK_MONOTONIC), wallStart (ms since the epoch) }
   // of a live profile; null for folded text.
@@ -35,6 +36,7 @@ class Profile {
     this.#samples = samples
     this.#native = null
     this.#labels = null
+    this.#rewritten = false
     /** { samples, lost, threads, durationMs, hz, event, kernel, warnings, ... } */
     this.stats = stats
     Object.defineProperty(this, 'timing', { value: timing, enumerable: false })
@@ -46,7 +48,23 @@ class Profile {
     p.#samples = undefined // made on first use (the default parameter would make it null)
     p.#native = raw.profile
     p.#labels = raw.labels && raw.labels.tid.length > 0 ? raw.labels : null
+    p.#rewritten = p.#labels !== null
     return p
+  }
+
+  // stop() with source maps on: JS frames named after the original sources
+  // (lib/sourcemaps.js), now, while the files are as they ran. The text is
+  // then this object's, not C's; what the maps did goes into stats.
+  mapSources (mapper) {
+    const { applySourceMaps } = require('./sourcemaps')
+    const mapped = applySourceMaps(this.folded, this.samples, mapper)
+    // Nothing mapped (no file has a map): the text stays C's, which renders
+    // and writes without a JS copy.
+    if (mapped.stats.mapped === 0) return mapped.stats
+    this.#folded = mapped.folded
+    this.#samples = mapped.samples
+    this.#rewritten = true
+    return mapped.stats
   }
 
   /** FlameGraph's collapsed format: "root;...;leaf COUNT" per line. */
@@ -75,9 +93,9 @@ class Profile {
     this.#labels = null
   }
 
-  // The C text is the profile's own when no labels rewrite it.
+  // The C text is the profile's own when no labels or source maps rewrite it.
   #nativeText () {
-    return this.#native !== null && this.#labels === null ? this.#native : null
+    return this.#native !== null && !this.#rewritten ? this.#native : null
   }
 
   // The flame graph's options, checked, with this profile's subtitle.
@@ -163,7 +181,8 @@ function modelOf (profile) {
 function subtitleOf (stats) {
   if (!stats || !stats.hz || stats.durationMs == null) return undefined
   const threads = stats.threads === 1 ? '1 thread' : `${stats.threads} threads`
-  return `${stats.samples} samples at ${stats.hz} Hz (${stats.event}), ${threads}, ` +
+  const what = stats.what === 'both' ? ', on and off CPU' : stats.what === 'offcpu' ? ', off CPU' : ''
+  return `${stats.samples} samples at ${stats.hz} Hz (${stats.event}${what}), ${threads}, ` +
     `${(stats.durationMs / 1000).toFixed(2)} s${stats.lost ? `, ${stats.lost} lost` : ''}`
 }
 
@@ -229,6 +248,7 @@ function makeStats (raw, labels = null, workers = null) {
     threads: raw.threads,
     durationMs: raw.durationMs,
     hz: raw.hz,
+    what: raw.what || 'cpu',
     mode: raw.mode,
     event: raw.mode === 'timer' ? 'thread-cpu-timer' : raw.taskClock ? 'task-clock' : 'cpu-clock',
     kernel: raw.kernel,
@@ -297,6 +317,18 @@ function makeStats (raw, labels = null, workers = null) {
       // collector), naming what the collector left, folding into text,
       // handing freed heap back to the system.
       stopMs: { total: raw.stopMs, drain: raw.stopDrainMs, name: raw.stopNameMs, fold: raw.stopFoldMs, trim: raw.stopTrimMs },
+      // Off-CPU (what: 'offcpu' or 'both'): switched-out samples taken
+      // (perf's rate bound: maxSwitchRate per thread and second), paired
+      // with the thread's return to a CPU or not, the off-CPU time they
+      // weigh (ms, scaled by the switches each stands for) and the samples
+      // of 1/hz s it made.
+      maxSwitchRate: raw.what && raw.what !== 'cpu' ? raw.maxSwitchRate : null,
+      switchSamples: raw.switchSamples || 0,
+      switchPaired: raw.switchPaired || 0,
+      switchUnpaired: raw.switchUnpaired || 0,
+      offCpuMs: raw.offCpuMs || 0,
+      offCpuSamples: raw.offCpuSamples || 0,
+      sourceMaps: null,
       labels: labels ? labels.tid.length : 0,
       labelsDropped: labels ? labels.dropped : 0
     }

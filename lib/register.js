@@ -8,6 +8,10 @@
 //   KFLAME_HZ      samples per second (default 99)
 //   KFLAME_MODE    auto|perf|timer: the sampler (default auto: perf events,
 //                  else per-thread CPU-time timers where perf is refused)
+//   KFLAME_WHAT    cpu|offcpu|both: CPU time, off-CPU time or both (default
+//                  cpu; off-CPU needs perf events with kernel context)
+//   KFLAME_SOURCE_MAPS=1  JS frames named after their source maps (also
+//                  the default under node --enable-source-maps)
 //   KFLAME_OUT     a file (its extension picks the format) or a directory
 //                  (exists, or ends with '/': <dir>/kflame-<pid>.<ext>);
 //                  %p expands to the pid; default ./kflame-<pid>.svg
@@ -30,7 +34,7 @@ const os = require('node:os')
 const path = require('node:path')
 const { isMainThread } = require('node:worker_threads')
 const { kflameError } = require('./errors')
-const { checkStartOptions, DEFAULTS, MODES } = require('./options')
+const { checkStartOptions, DEFAULTS, MODES, WHATS } = require('./options')
 const output = require('./output')
 const { checkPath, writeFailure } = require('./safefile')
 const { stderrLine } = output
@@ -74,6 +78,21 @@ function parseMode (value) {
       `set it to ${MODES.join(', ')} (default ${DEFAULTS.mode}), or unset it`)
   }
   return value
+}
+
+function parseWhat (value) {
+  if (value === undefined) return DEFAULTS.what
+  if (!WHATS.includes(value)) {
+    throw configError(`KFLAME_WHAT=${JSON.stringify(value)} is not something kflame samples: ` +
+      `set it to ${WHATS.join(', ')} (default ${DEFAULTS.what}), or unset it`)
+  }
+  return value
+}
+
+function parseSourceMaps (value) {
+  if (value === undefined || value === '0' || value === '1') return
+  throw configError(`KFLAME_SOURCE_MAPS=${JSON.stringify(value)}: set it to 1 (map JS frames through their ` +
+    'source maps) or 0, or unset it (on under node --enable-source-maps)')
 }
 
 function parseFormat (value) {
@@ -206,10 +225,16 @@ function readContinuous (env, { cwd = process.cwd() } = {}) {
 function readConfig (env, where = {}) {
   const hz = parseHz(envValue(env, 'KFLAME_HZ'))
   const mode = parseMode(envValue(env, 'KFLAME_MODE'))
+  const what = parseWhat(envValue(env, 'KFLAME_WHAT'))
+  if (what !== 'cpu' && mode === 'timer') {
+    throw configError(`KFLAME_WHAT=${what} needs perf events, and KFLAME_MODE=timer counts CPU time only: ` +
+      'unset one of them')
+  }
+  parseSourceMaps(envValue(env, 'KFLAME_SOURCE_MAPS'))
   const continuous = readContinuous(env, where)
   const out = continuous ? { file: null, format: continuous.format, childOut: env.KFLAME_OUT } : resolveOutput(env, where)
   const quiet = /^(1|true|yes)$/i.test(env.KFLAME_QUIET || '')
-  return { hz, mode, quiet, continuous, ...out }
+  return { hz, mode, what, quiet, continuous, ...out }
 }
 
 // `node --test` spawns one child per test file (with our --require, and
@@ -295,7 +320,7 @@ function install ({ env = process.env } = {}) {
   let kflame
   try {
     kflame = require('./index')
-    kflame.start({ hz: config.hz, mode: config.mode })
+    kflame.start({ hz: config.hz, mode: config.mode, what: config.what })
   } catch (err) {
     // Never break the app: no sampler allowed, or no addon for this node.
     stderrLine(`not profiling this process (pid ${process.pid}): ${err.message}`)
@@ -369,7 +394,7 @@ function install ({ env = process.env } = {}) {
 function installContinuous (config) {
   let c
   try {
-    c = require('./index').continuous({ ...config.continuous, hz: config.hz, mode: config.mode })
+    c = require('./index').continuous({ ...config.continuous, hz: config.hz, mode: config.mode, what: config.what })
   } catch (err) {
     stderrLine(`not profiling this process (pid ${process.pid}): ${err.message}`)
     return false

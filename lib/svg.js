@@ -13,6 +13,9 @@ const DEFAULTS = Object.freeze({
   minwidth: 0.1,
   inverted: false,
   reverse: false,
+  // Off-CPU stacks marked "(idle)" (the event loop polling, pool threads
+  // waiting for work) are left out unless true.
+  idle: false,
   // Labels of the app's own JS files are shown relative to this directory
   // (src/framelabel.h); undefined: process.cwd() when rendered.
   cwd: undefined
@@ -52,7 +55,7 @@ function checkSvgOptions (options) {
   if (typeof o.cwd !== 'string' || Buffer.byteLength(o.cwd) > 4000 || o.cwd.includes('\0')) {
     throw invalid('svg(options): cwd must be a directory path (a string of at most 4000 bytes)')
   }
-  for (const name of ['inverted', 'reverse']) {
+  for (const name of ['inverted', 'reverse', 'idle']) {
     if (typeof o[name] !== 'boolean') throw invalid(`svg(options): ${name} must be a boolean`)
   }
   // Unset titles stay out: the C side's defaults apply.

@@ -143,7 +143,8 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   kf_profile_opts_t opts = {.sampler = {.hz = 99, .event = KF_EVENT_CPU_CLOCK,
-                                        .kernel = 1, .ring_pages = 0}};
+                                        .kernel = 1, .ring_pages = 0,
+                                        .what = KF_WHAT_CPU}};
   kf_sampler_opts_t *so = &opts.sampler;
   int task_clock = 0, jit = 1, perf_map = 0;
   uint32_t mode = KF_MODE_AUTO, timeline_max = KF_TIMELINE_DEFAULT_MAX;
@@ -160,12 +161,16 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
       get_bool(env, argv[0], "jit", &jit) ||
       get_bool(env, argv[0], "tiers", &opts.keep_tiers) ||
       get_bool(env, argv[0], "dwarf", &opts.dwarf) ||
+      get_u32(env, argv[0], "what", &so->what) || so->what < KF_WHAT_CPU || so->what > KF_WHAT_BOTH ||
+      get_u32(env, argv[0], "maxSwitchRate", &so->max_switch_rate) ||
+      get_bool(env, argv[0], "sourceMaps", &opts.source_maps) ||
       (perf_map = get_prop(env, argv[0], "perfMap", &perf_map_v)) < 0 ||
       (perf_map && get_path(env, perf_map_v, perf_map_path, sizeof perf_map_path)) ||
       so->hz == 0 || (so->ring_pages & (so->ring_pages - 1))) {
     napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG",
                           "start() takes { hz, mode, ringPages, stackBytes, "
-                          "timeline, kernel, taskClock, jit, tiers, dwarf, perfMap }");
+                          "timeline, kernel, taskClock, jit, tiers, dwarf, what, "
+                          "maxSwitchRate, sourceMaps, perfMap }");
     return NULL;
   }
   opts.timeline_max = timeline_max;
@@ -249,6 +254,15 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
   CHECK(env, set_num(env, o, "startUs", (double)st->started_ns / 1e3));
   CHECK(env, set_num(env, o, "wallStartMs", (double)st->wall_start_ms));
   CHECK(env, set_num(env, o, "hz", st->hz));
+  CHECK(env, set_str(env, o, "what", st->what == KF_WHAT_BOTH ? "both"
+                                     : st->what == KF_WHAT_OFFCPU ? "offcpu" : "cpu"));
+  CHECK(env, set_num(env, o, "maxSwitchRate", st->max_switch_rate));
+  CHECK(env, set_bool(env, o, "sourceMaps", st->source_maps));
+  CHECK(env, set_num(env, o, "switchSamples", (double)st->switch_samples));
+  CHECK(env, set_num(env, o, "switchPaired", (double)st->switch_paired));
+  CHECK(env, set_num(env, o, "switchUnpaired", (double)st->switch_unpaired));
+  CHECK(env, set_num(env, o, "offCpuMs", (double)st->offcpu_ns / 1e6));
+  CHECK(env, set_num(env, o, "offCpuSamples", (double)st->offcpu_samples));
   CHECK(env, set_bool(env, o, "taskClock", st->event == KF_EVENT_TASK_CLOCK));
   CHECK(env, set_bool(env, o, "kernel", st->kernel));
   CHECK(env, set_bool(env, o, "kernelRefused", st->kernel_refused));
@@ -620,7 +634,8 @@ static int get_svg_opts(napi_env env, napi_value obj, kf_svg_opts_t *o,
       get_u32(env, obj, "width", &width) ||
       get_double(env, obj, "minwidth", &o->minwidth) ||
       get_bool(env, obj, "inverted", &o->inverted) ||
-      get_bool(env, obj, "reverse", &o->reverse))
+      get_bool(env, obj, "reverse", &o->reverse) ||
+      get_bool(env, obj, "idle", &o->show_idle))
     return -1;
   o->width = width;
   if (has_title) o->title = t->title;
@@ -639,6 +654,7 @@ static napi_value svg_stats(napi_env env, const kf_svg_stats_t *st) {
   CHECK(env, set_num(env, stats, "drawn", (double)st->drawn));
   CHECK(env, set_num(env, stats, "mergedFrames", (double)st->merged_frames));
   CHECK(env, set_num(env, stats, "mergedSamples", (double)st->merged_samples));
+  CHECK(env, set_num(env, stats, "idleSamples", (double)st->idle_samples));
   return stats;
 }
 

@@ -16,6 +16,7 @@
 #include "error.h"
 #include "grow.h"
 #include "namer.h"
+#include "offcpu.h"
 #include "perfmap.h"
 
 #define POLL_TIMEOUT_MS 100
@@ -84,6 +85,8 @@ struct kf_collector {
   pthread_t thread;
   kf_collector_opts_t opts;
   const kf_ring_layout_t *layout; /* of the sampler's records */
+  const kf_ring_layout_t *switch_layout; /* of its switch events' samples */
+  kf_offcpu_t *offcpu;     /* off-CPU waits being paired, or NULL */
   kf_jitframes_t *jit;
   uint64_t *scratch; /* a callchain with JIT frames as tokens */
   size_t scratch_cap;
@@ -343,13 +346,18 @@ static int fix_mid_chain(kf_collector_t *c, const kf_userstack_t *stack,
 
 static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
   kf_ring_sample_t rs;
-  if (kf_ring_parse_sample(h, c->layout, &rs) != 0) {
+  /* The event's id comes first (PERF_SAMPLE_IDENTIFIER): its kind says how
+   * the rest is laid out. */
+  uint64_t id = 0;
+  if (h->size >= sizeof(*h) + 8) memcpy(&id, h + 1, 8);
+  const kf_event_owner_t *owner = c->timer ? NULL : owner_of(c, id);
+  int switched = owner && owner->kind == KF_KIND_SWITCH && c->offcpu;
+  if (kf_ring_parse_sample(h, switched ? c->switch_layout : c->layout, &rs) != 0) {
     c->stats.corrupt++;
     return;
   }
-  uint64_t id = rs.id, time = rs.time;
+  uint64_t time = rs.time;
   uint32_t pid = rs.pid, tid = rs.tid, nr = rs.nr;
-  const kf_event_owner_t *owner = c->timer ? NULL : owner_of(c, id);
   if (pid != c->pid || (!owner && !c->timer)) {
     c->stats.foreign++;
     return;
@@ -417,6 +425,11 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
     c->stats.no_memory++;
     return;
   }
+  if (switched) {
+    /* Weighed once the thread is back on a CPU (offcpu.h). */
+    kf_offcpu_out(c->offcpu, tid, time, rs.periods, ips, (uint32_t)nr);
+    return;
+  }
   if (kf_stacks_add_n(c->stacks, tid, time, ips, (uint32_t)nr, rs.periods)) {
     c->stats.no_memory++;
     return;
@@ -424,6 +437,41 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
   if (c->stats.samples == 0) c->stats.first_time = time;
   c->stats.samples += rs.periods;
   c->stats.last_time = time;
+}
+
+/* An off-CPU wait weighed in periods (offcpu.h): samples of their own. */
+static int on_wait(void *ctx, uint32_t tid, uint64_t time, const uint64_t *ips,
+                   uint32_t nr, uint64_t periods) {
+  kf_collector_t *c = ctx;
+  if (kf_stacks_add_n(c->stacks, tid, time, ips, nr, periods)) {
+    c->stats.no_memory++;
+    return -ENOMEM;
+  }
+  if (c->stats.samples == 0 || time < c->stats.first_time) c->stats.first_time = time;
+  c->stats.samples += periods;
+  if (time > c->stats.last_time) c->stats.last_time = time;
+  return 0;
+}
+
+/* PERF_RECORD_SWITCH of a switch event: a thread of ours switched in (or
+ * out, which its sample already said). sample_id_all puts
+ * { u32 pid, tid; u64 time; u64 id } after the (empty) body. */
+static void on_switch(kf_collector_t *c, const struct perf_event_header *h) {
+  if (!c->offcpu || (h->misc & PERF_RECORD_MISC_SWITCH_OUT)) return;
+  if (h->size < sizeof(*h) + 24) {
+    c->stats.corrupt++;
+    return;
+  }
+  const unsigned char *p = (const unsigned char *)(h + 1);
+  uint32_t pid, tid;
+  uint64_t time, id;
+  memcpy(&pid, p, 4);
+  memcpy(&tid, p + 4, 4);
+  memcpy(&time, p + 8, 8);
+  memcpy(&id, p + 16, 8);
+  const kf_event_owner_t *owner = owner_of(c, id);
+  if (pid != c->pid || !owner || owner->kind != KF_KIND_SWITCH) return;
+  if (kf_offcpu_in(c->offcpu, tid, time)) c->stats.no_memory++;
 }
 
 /* PERF_RECORD_COMM: u32 pid, tid; char comm[]; (a thread renamed itself) */
@@ -460,6 +508,9 @@ static void on_record(const struct perf_event_header *h, void *ctx) {
     }
     case PERF_RECORD_COMM:
       on_comm(c, h);
+      break;
+    case PERF_RECORD_SWITCH:
+      on_switch(c, h);
       break;
     default:
       break;
@@ -554,6 +605,10 @@ static void maybe_fold(kf_collector_t *c, uint64_t now) {
 /* Every sample stamped before the drain began has been processed: code
  * that died before then can no longer name one. */
 static void after_drain(kf_collector_t *c, uint64_t drain_began) {
+  /* Switch-outs and switch-ins stamped before the drain (less the margin
+   * for records still being published) have all arrived: pair them. */
+  if (c->offcpu && drain_began > RETIRE_MARGIN_NS)
+    kf_offcpu_settle(c->offcpu, drain_began - RETIRE_MARGIN_NS, 0, on_wait, c);
   maybe_fold(c, drain_began);
   kf_codemap_t *map = c->opts.codemap;
   if (!map) return;
@@ -632,6 +687,9 @@ static void *run(void *arg) {
     }
     uint64_t drain_began = kf_now_ns();
     drain_all(c);
+    /* The last drain has everything: waits still open end here. */
+    if (stopping && c->offcpu)
+      kf_offcpu_settle(c->offcpu, UINT64_MAX, drain_began, on_wait, c);
     after_drain(c, drain_began);
   }
   free(pfd);
@@ -647,6 +705,13 @@ int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
   c->opts = *opts;
   c->layout = sampler ? &kf_sampler_info(sampler)->layout
                       : &kf_timer_info(c->timer)->layout;
+  if (sampler && (kf_sampler_info(sampler)->what & KF_WHAT_OFFCPU)) {
+    c->switch_layout = &kf_sampler_info(sampler)->switch_layout;
+    if (!(c->offcpu = kf_offcpu_new(opts->offcpu_period_ns))) {
+      free(c);
+      return -ENOMEM;
+    }
+  }
   if (opts->codemap &&
       !(c->jit = kf_jitframes_new(opts->codemap, opts->v8layout))) {
     free(c);
@@ -690,6 +755,7 @@ fail:
   kf_jitframes_free(c->jit);
   kf_dwarf_free(c->dwarf);
   kf_maps_free(&c->maps);
+  kf_offcpu_free(c->offcpu);
   free(c);
   return rc;
 }
@@ -824,5 +890,11 @@ void kf_collector_free(kf_collector_t *c) {
   free(c->spliced);
   free(c->tailbuf);
   free(c->threads);
+  kf_offcpu_free(c->offcpu);
   free(c);
+}
+
+void kf_collector_offcpu_stats(const kf_collector_t *c, kf_offcpu_stats_t *out) {
+  if (c->offcpu) kf_offcpu_stats(c->offcpu, out);
+  else *out = (kf_offcpu_stats_t){0};
 }

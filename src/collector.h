@@ -21,6 +21,7 @@
 #include "codemap.h"
 #include "dwarfunwind.h"
 #include "jitframes.h"
+#include "offcpu.h"
 #include "sampler.h"
 #include "aggregate.h"
 #include "stacks.h"
@@ -43,6 +44,7 @@ typedef struct kf_collector_opts {
   const int *symbols_ready;
   int keep_tiers;         /* "~foo" and "*foo" stay apart */
   uint64_t timeline_max;  /* samples the timeline keeps (timeline.h) */
+  uint64_t offcpu_period_ns; /* off-CPU time one sample stands for (1/hz) */
 } kf_collector_opts_t;
 
 typedef struct kf_collector_stats {
@@ -104,6 +106,8 @@ kf_aggregate_t *kf_collector_aggregate(kf_collector_t *c);
 void kf_collector_window(kf_collector_t *c, kf_window_stats_t *out);
 /* Addresses named from debug files and folded into [object]. */
 void kf_collector_names_stats(const kf_collector_t *c, kf_symbolizer_stats_t *out);
+/* Off-CPU waits paired and weighed (zeros without off-CPU); after stop. */
+void kf_collector_offcpu_stats(const kf_collector_t *c, kf_offcpu_stats_t *out);
 /* Names of the JIT frames in the stacks (NULL without a code map). */
 const kf_jitframes_t *kf_collector_jitframes(const kf_collector_t *c);
 const kf_collector_stats_t *kf_collector_stats(const kf_collector_t *c);

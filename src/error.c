@@ -20,6 +20,8 @@ const char *kf_error_name(int err) {
     case KF_ERR_UNSAFE_PATH: return "KFLAME_ERR_UNSAFE_PATH";
     case KF_ERR_TIMER: return "KFLAME_ERR_TIMER";
     case KF_ERR_NO_SIGNAL: return "KFLAME_ERR_NO_SIGNAL";
+    case KF_ERR_OFFCPU_PARANOID: return "KFLAME_ERR_OFFCPU_PARANOID";
+    case KF_ERR_OFFCPU_TIMER: return "KFLAME_ERR_OFFCPU_TIMER";
     default: return "KFLAME_ERR_SYSTEM";
   }
 }
@@ -103,6 +105,21 @@ void kf_error_advice(int err, int sys_errno, char *buf, unsigned len) {
                "every real-time signal (SIGRTMIN to SIGRTMAX) already has a "
                "handler, so the timer sampler has none to reserve. Fix: free "
                "one, or use mode 'perf'");
+      break;
+    case KF_ERR_OFFCPU_PARANOID:
+      snprintf(buf, len,
+               "off-CPU profiles sample context switches, which the kernel "
+               "counts in its own context, and this user may not sample kernel "
+               "context (kernel.perf_event_paranoid is above 1). Fix: run as "
+               "root or with CAP_PERFMON, or `sysctl kernel.perf_event_paranoid=1`; "
+               "or profile CPU time only (what: 'cpu')");
+      break;
+    case KF_ERR_OFFCPU_TIMER:
+      snprintf(buf, len,
+               "the timer sampler counts CPU time only and cannot see a thread "
+               "that waits, so it cannot take an off-CPU profile. Fix: use "
+               "mode 'perf' (or 'auto' where perf_event_open is allowed), or "
+               "what: 'cpu'");
       break;
     case KF_ERR_PERF_MAP:
       snprintf(buf, len,

@@ -25,6 +25,9 @@ enum {
                               the target of a write (see safefile.h) */
   KF_ERR_TIMER,            /* timer sampler: timer_create/sigaction refused */
   KF_ERR_NO_SIGNAL,        /* timer sampler: every real-time signal is taken */
+  KF_ERR_OFFCPU_PARANOID,  /* off-CPU: context-switch samples need kernel
+                              context (perf_event_paranoid <= 1 or root) */
+  KF_ERR_OFFCPU_TIMER,     /* off-CPU asked of the timer sampler */
   KF_ERR_MAX
 };
 

@@ -164,10 +164,11 @@ int kf_flamehtml_data(const char *folded, size_t len, const kf_svg_opts_t *o,
   *out = NULL;
   *out_len = 0;
   kf_flametree_t t;
-  int rc = kf_flametree_parse(&t, folded, len, o->reverse);
+  int rc = kf_flametree_parse_idle(&t, folded, len, o->reverse, !o->show_idle);
   if (rc) return rc;
   st->lines = t.lines;
   st->bad_lines = t.bad_lines;
+  st->idle_samples = t.hidden_samples;
   st->samples = t.nodes[0].total;
   st->frames = t.count - 1;
 

@@ -113,6 +113,9 @@ static long child(builder_t *b, uint32_t parent, const char *name, size_t n) {
   x->parent = parent;
   x->depth = t->nodes[parent].depth + 1;
   if (x->depth > t->max_depth) t->max_depth = x->depth;
+  x->waiting = t->nodes[parent].waiting;
+  if (!x->waiting && n == 9 && memcmp(name, "[off-cpu]", 9) == 0) x->waiting = 1;
+  if (!x->waiting && n == 6 && memcmp(name, "(idle)", 6) == 0) x->waiting = 2;
   b->last_child[id] = 0;
   b->indexed[id] = 0;
   if (b->last_child[parent]) t->nodes[b->last_child[parent]].next_sibling = id;
@@ -208,8 +211,20 @@ static int sort_children(kf_flametree_t *t) {
   return 0;
 }
 
+/* A frame is exactly "(idle)". */
+static int has_idle(const builder_t *b, size_t nf) {
+  for (size_t k = 0; k < nf; k++)
+    if (b->spans[k].len == 6 && memcmp(b->spans[k].name, "(idle)", 6) == 0) return 1;
+  return 0;
+}
+
 int kf_flametree_parse(kf_flametree_t *t, const char *text, size_t len,
                        int reverse) {
+  return kf_flametree_parse_idle(t, text, len, reverse, 0);
+}
+
+int kf_flametree_parse_idle(kf_flametree_t *t, const char *text, size_t len,
+                            int reverse, int hide_idle) {
   memset(t, 0, sizeof(*t));
   builder_t b = {.t = t};
   int rc = -ENOMEM;
@@ -240,6 +255,11 @@ int kf_flametree_parse(kf_flametree_t *t, const char *text, size_t len,
     if (nf < 0) goto out;
     if (nf == 0) {
       t->bad_lines++;
+      continue;
+    }
+    if (hide_idle && has_idle(&b, (size_t)nf)) {
+      t->hidden_lines++;
+      t->hidden_samples += count;
       continue;
     }
     if (add_line(&b, (size_t)nf, count, reverse)) goto out;

@@ -22,6 +22,9 @@ typedef struct kf_ftnode {
   uint32_t parent;  /* index; the root's is itself */
   uint32_t first_child, next_sibling; /* 0: none (0 is the root) */
   uint64_t total, self;
+  /* Off-CPU: 0 on CPU, else the node is the "[off-cpu]" (1) or "(idle)"
+   * (2) frame folded text puts under a thread's root, or is above one. */
+  uint32_t waiting;
 } kf_ftnode_t;
 
 typedef struct kf_flametree {
@@ -29,6 +32,7 @@ typedef struct kf_flametree {
   size_t count;
   uint32_t max_depth;
   uint64_t lines, bad_lines;
+  uint64_t hidden_lines, hidden_samples; /* "(idle)" stacks left out */
 } kf_flametree_t;
 
 /* The largest total of a tree: 2^53 - 1, the largest integer a JS number
@@ -41,6 +45,11 @@ typedef struct kf_flametree {
  * Children end up sorted by name. Returns 0 or -ENOMEM (tree empty). */
 int kf_flametree_parse(kf_flametree_t *t, const char *text, size_t len,
                        int reverse);
+/* The same, leaving out the stacks with an "(idle)" frame when hide_idle
+ * (counted in hidden_lines and hidden_samples): an off-CPU graph shows
+ * waits, not threads with nothing to do. */
+int kf_flametree_parse_idle(kf_flametree_t *t, const char *text, size_t len,
+                            int reverse, int hide_idle);
 
 void kf_flametree_free(kf_flametree_t *t);
 

@@ -162,8 +162,14 @@ static int fold_one(const kf_stack_t *st, const kf_fold_names_t *names,
                     name_cache_t *cache, buf_t *b, unsigned char *ctx_of) {
   unsigned char ctx = 0; /* 0 unknown, 1 kernel, 2 user, 3 skipped (guest) */
   uint32_t frames = 0;
+  const char *waited = NULL; /* off-CPU: the frame under the root */
   for (uint32_t i = 0; i < st->nr; i++) {
     uint64_t ip = st->ips[i];
+    if (ip == KF_CONTEXT_OFFCPU || ip == KF_CONTEXT_IDLE) {
+      waited = ip == KF_CONTEXT_IDLE ? "(idle)" : "[off-cpu]";
+      ctx_of[i] = 0;
+      continue;
+    }
     if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
       ctx = ip == (uint64_t)PERF_CONTEXT_KERNEL ? 1
             : ip == (uint64_t)PERF_CONTEXT_USER ? 2
@@ -176,6 +182,7 @@ static int fold_one(const kf_stack_t *st, const kf_fold_names_t *names,
   }
   b->len = 0;
   if (buf_frame(b, names->thread(names->ctx, st->tid))) return -ENOMEM;
+  if (waited && buf_frame(b, waited)) return -ENOMEM;
   if (names->max_frames && frames >= names->max_frames &&
       buf_frame(b, "[truncated]"))
     return -ENOMEM;

@@ -143,6 +143,42 @@ static int frame_id(kf_namer_t *n, cache_t *c, kf_aggregate_t *a, uint64_t ip,
   return 0;
 }
 
+/* User frames from the leaf within which the idle wait's caller is found:
+ * libc's wrappers (epoll_wait; pthread_cond_wait and the futex wait under
+ * it) come before it, never a function of the application. */
+#define IDLE_DEPTH 6
+
+/* An off-CPU chain (named, leaf first) of a thread with nothing to do:
+ * the event loop polling (epoll_wait called by libuv's uv__io_poll), a
+ * thread pool or V8 platform worker waiting for a task (uv_cond_wait
+ * called by libuv's `worker` or node's PlatformWorkerThread), or one of
+ * kflame's own threads. Only the innermost user frames count: a callback
+ * run from uv__io_poll that then waits (Atomics.wait in a message handler)
+ * is a real wait. These are not waits worth showing; the SVG hides them. */
+static int idle_chain(const kf_namer_t *n, const kf_aggregate_t *a, const kf_stack_t *st) {
+  const char *comm = n->opts.comm ? n->opts.comm(n->opts.comm_ctx, st->tid) : NULL;
+  if (comm && strncmp(comm, "kflame-", 7) == 0) return 1;
+  const char *callee = NULL;
+  int user = 0, depth = 0;
+  for (uint32_t i = 0; i < st->nr && depth < IDLE_DEPTH; i++) {
+    if (st->ips[i] >= (uint64_t)PERF_CONTEXT_MAX) {
+      user = st->ips[i] == (uint64_t)PERF_CONTEXT_USER;
+      continue;
+    }
+    if (!user) continue;
+    depth++;
+    const char *name = kf_aggregate_frame_name(a, n->ids[i]);
+    if (!name) continue;
+    if (strcmp(name, "uv__io_poll") == 0) return 1;
+    if (callee && strcmp(callee, "uv_cond_wait") == 0 &&
+        (strcmp(name, "worker") == 0 ||
+         strcmp(name, "node::(anonymous namespace)::PlatformWorkerThread(void*)") == 0))
+      return 1;
+    callee = name;
+  }
+  return 0;
+}
+
 /* The chain with each frame's address replaced by its name's id, markers
  * kept (folded.c reads contexts from them), into n->ids. */
 static int name_chain(kf_namer_t *n, cache_t *c, kf_aggregate_t *a,
@@ -159,6 +195,8 @@ static int name_chain(kf_namer_t *n, cache_t *c, kf_aggregate_t *a,
     }
     if (frame_id(n, c, a, ip, kernel, &n->ids[i])) return -ENOMEM;
   }
+  if (st->nr && st->ips[0] == KF_CONTEXT_OFFCPU && idle_chain(n, a, st))
+    n->ids[0] = KF_CONTEXT_IDLE;
   return 0;
 }
 

@@ -128,6 +128,15 @@ static int open_sampler(kf_profiler_t *p, const kf_profile_opts_t *opts,
                         int *sys_errno) {
   int rc = -KF_ERR_PERF_UNSUPPORTED;
   p->perf_refused = p->perf_refused_errno = 0;
+  /* Only perf events see a thread that waits: no fallback to the timer. */
+  int offcpu = (opts->sampler.what & KF_WHAT_OFFCPU) != 0;
+  if (offcpu && opts->mode == KF_MODE_TIMER) return -KF_ERR_OFFCPU_TIMER;
+  if (offcpu) {
+    rc = kf_sampler_open(&opts->sampler, &p->sampler, sys_errno);
+    if (rc == -EMFILE || rc == -ENFILE) rc = -KF_ERR_FD_LIMIT;
+    if (rc != 0) p->sampler = NULL;
+    return rc;
+  }
   if (opts->mode != KF_MODE_TIMER) {
     rc = kf_sampler_open(&opts->sampler, &p->sampler, sys_errno);
     /* Out of descriptors is the same advice wherever it struck: in
@@ -176,7 +185,9 @@ int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
                                .symbolizer = p->symbolizer,
                                .symbols_ready = &p->symbols_ready,
                                .keep_tiers = opts->keep_tiers,
-                               .timeline_max = opts->timeline_max};
+                               .timeline_max = opts->timeline_max,
+                               .offcpu_period_ns = 1000000000ULL /
+                                   (opts->sampler.hz ? opts->sampler.hz : 99)};
   rc = kf_collector_start(p->sampler, &copts, &p->collector);
   if (rc != 0) {
     *sys_errno = -rc < KF_ERR_BASE ? -rc : errno;
@@ -252,6 +263,9 @@ static void give_back_heap(void) {
 static void settings_stats(const kf_profiler_t *p, const kf_sampler_info_t *info,
                            kf_profile_stats_t *st) {
   st->hz = p->opts.sampler.hz;
+  st->what = p->sampler ? info->what : KF_WHAT_CPU;
+  st->max_switch_rate = p->opts.sampler.max_switch_rate;
+  st->source_maps = p->opts.source_maps;
   st->mode = p->sampler ? KF_MODE_PERF : KF_MODE_TIMER;
   st->perf_refused = p->perf_refused;
   st->perf_refused_errno = p->perf_refused_errno;
@@ -330,6 +344,13 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
   st->stack_copy_bytes = cs->stack_bytes;
   st->perf_map_writes = cs->perf_map_writes;
   st->perf_map_errors = cs->perf_map_errors;
+  kf_offcpu_stats_t os;
+  kf_collector_offcpu_stats(p->collector, &os);
+  st->switch_samples = os.outs;
+  st->switch_paired = os.paired;
+  st->switch_unpaired = os.unpaired;
+  st->offcpu_ns = os.weighted_ns;
+  st->offcpu_samples = os.samples;
   if (p->opts.codemap) {
     kf_codemap_stats_t ms;
     kf_codemap_stats(p->opts.codemap, &ms);

@@ -36,6 +36,8 @@ typedef struct kf_profile_opts {
   const char *perf_map;  /* perf map path kept fresh while profiling and
                             written at stop, or NULL */
   uint64_t timeline_max; /* samples the timeline keeps (timeline.h) */
+  int source_maps;       /* JS frames to be mapped at stop (lib/): kept in
+                            the stats for whichever isolate stops */
 } kf_profile_opts_t;
 
 typedef struct kf_profile_stats {
@@ -45,6 +47,14 @@ typedef struct kf_profile_stats {
   uint64_t started_ns;   /* CLOCK_MONOTONIC at start() */
   uint64_t wall_start_ms; /* CLOCK_REALTIME at start(), ms since the epoch */
   uint32_t hz;
+  uint32_t what;         /* KF_WHAT_* (sampler.h) */
+  uint32_t max_switch_rate;
+  int source_maps;
+  /* Off-CPU (offcpu.h): switched-out samples, those paired with their
+   * switch-in, those never paired, the weighed time (ns), and the samples
+   * (periods) it made. */
+  uint64_t switch_samples, switch_paired, switch_unpaired;
+  uint64_t offcpu_ns, offcpu_samples;
   kf_mode_t mode;        /* the sampler that ran: PERF or TIMER */
   /* AUTO fell back to the timer sampler: perf's error code and errno */
   int perf_refused, perf_refused_errno;

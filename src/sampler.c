@@ -42,6 +42,7 @@ struct kf_sampler {
   size_t nfds, fds_cap;
   pid_t *tids;
   size_t ntids, tids_cap;
+  uint32_t max_switch_rate;
 };
 
 static int perf_event_open(struct perf_event_attr *attr, pid_t tid, int cpu) {
@@ -106,7 +107,7 @@ static int online_cpus(cpu_ring_t **out, uint32_t *n) {
   return 0;
 }
 
-static int push_fd(kf_sampler_t *s, int fd, uint32_t tid) {
+static int push_fd(kf_sampler_t *s, int fd, uint32_t tid, uint32_t kind) {
   if (s->nfds == s->fds_cap) {
     size_t cap = s->fds_cap ? s->fds_cap * 2 : 64;
     int *fds = realloc(s->fds, cap * sizeof(int));
@@ -120,7 +121,7 @@ static int push_fd(kf_sampler_t *s, int fd, uint32_t tid) {
   uint64_t id = 0;
   if (ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) return -errno;
   s->fds[s->nfds] = fd;
-  s->owners[s->nfds] = (kf_event_owner_t){.id = id, .tid = tid};
+  s->owners[s->nfds] = (kf_event_owner_t){.id = id, .tid = tid, .kind = kind};
   s->nfds++;
   return 0;
 }
@@ -195,15 +196,52 @@ static void ask_user_stack(kf_sampler_t *s, uint32_t bytes) {
 #endif
 }
 
+/* The attributes of a context-switch event, from the clock event's as the
+ * first open settled them. The kernel counts a switch in its own context:
+ * with exclude_kernel it would drop every sample, so kernel context is
+ * always asked for, and kernel frames are left out of the callchain when
+ * they are not wanted. PERF_RECORD_SWITCH records (context_switch) stamp
+ * when the thread comes back; sample_id_all gives them its tid and time. */
+static void switch_attr(const kf_sampler_t *s, uint32_t max_rate,
+                        struct perf_event_attr *a) {
+  *a = s->attr;
+  a->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+  if (max_rate) {
+    a->freq = 1;
+    a->sample_freq = max_rate;
+  } else {
+    a->freq = 0;
+    a->sample_period = 1;
+  }
+  a->sample_type |= PERF_SAMPLE_PERIOD;
+  a->exclude_kernel = 0;
+  a->exclude_callchain_kernel = !s->info.kernel;
+  a->context_switch = 1;
+  a->sample_id_all = 1;
+  a->comm = 0; /* the clock event (or the first switch event) reports it */
+}
+
 /* Opens one event on (tid, cpu). The first open also settles what this
  * kernel and these privileges allow: kernel frames (EACCES means no) and
  * inherit_thread (EINVAL before Linux 5.13). Returns an fd, -ESRCH when the
- * thread is gone, or another negative errno. */
-static int open_event(kf_sampler_t *s, pid_t tid, int cpu, int first) {
+ * thread is gone, or another negative errno; a switch event refused for
+ * want of kernel context, -KF_ERR_OFFCPU_PARANOID. */
+static int open_event(kf_sampler_t *s, uint32_t kind, pid_t tid, int cpu,
+                      int first) {
   for (;;) {
-    int fd = perf_event_open(&s->attr, tid, cpu);
+    struct perf_event_attr sw;
+    struct perf_event_attr *attr = &s->attr;
+    if (kind == KF_KIND_SWITCH) {
+      switch_attr(s, s->max_switch_rate, &sw);
+      /* Only switch events: this one reports thread names. */
+      sw.comm = !(s->info.what & KF_WHAT_CPU);
+      attr = &sw;
+    }
+    int fd = perf_event_open(attr, tid, cpu);
     if (fd >= 0) return fd;
     int e = errno;
+    if (kind == KF_KIND_SWITCH && (e == EACCES || e == EPERM))
+      return -KF_ERR_OFFCPU_PARANOID;
     if (first && e == EACCES && !s->attr.exclude_kernel) {
       s->attr.exclude_kernel = 1;
       s->attr.exclude_callchain_kernel = 1;
@@ -226,29 +264,45 @@ static int open_event(kf_sampler_t *s, pid_t tid, int cpu, int first) {
   }
 }
 
-/* Opens the thread's event on every CPU. The first thread's events own the
- * rings (mapped once all are open); later threads' events write into them. */
+/* Opens the thread's events on every CPU: the clock event, the switch
+ * event, or both (s->info.what). The first thread's first event on each
+ * CPU owns that CPU's ring (mapped once all are open); every other event
+ * writes into it, the first thread's others once the rings are mapped (an
+ * event can only be redirected into a mapped ring). */
 static int attach_thread(kf_sampler_t *s, pid_t tid) {
   size_t first_fd = s->nfds;
   int owns_rings = s->cpus[0].fd < 0;
+  uint32_t kinds = s->info.what == KF_WHAT_BOTH ? 2 : 1;
+  uint32_t kind0 = s->info.what & KF_WHAT_CPU ? KF_KIND_CPU : KF_KIND_SWITCH;
   for (uint32_t i = 0; i < s->info.cpus; i++) {
     cpu_ring_t *c = &s->cpus[i];
-    int fd = open_event(s, tid, c->cpu, s->nfds == 0);
-    if (fd < 0) {
-      if (fd == -ESRCH) goto gone;
-      return code_for_open_errno(-fd);
+    for (uint32_t k = 0; k < kinds; k++) {
+      int fd = open_event(s, kind0 + k, tid, c->cpu, s->nfds == 0);
+      if (fd < 0) {
+        if (fd == -ESRCH) goto gone;
+        return fd <= -KF_ERR_BASE ? fd : code_for_open_errno(-fd);
+      }
+      int rc = push_fd(s, fd, (uint32_t)tid, kind0 + k);
+      if (rc != 0) {
+        close(fd);
+        return rc;
+      }
+      if (!owns_rings && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, c->fd) != 0)
+        return -errno;
     }
-    int rc = push_fd(s, fd, (uint32_t)tid);
-    if (rc != 0) {
-      close(fd);
-      return rc;
-    }
-    if (!owns_rings && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, c->fd) != 0)
-      return -errno;
   }
   if (owns_rings) {
-    int rc = map_rings(s, &s->fds[first_fd]);
+    /* Event k of CPU i is fds[first_fd + i * kinds + k]. */
+    int *owners = malloc(s->info.cpus * sizeof(int));
+    if (!owners) return -ENOMEM;
+    for (uint32_t i = 0; i < s->info.cpus; i++) owners[i] = s->fds[first_fd + i * kinds];
+    int rc = map_rings(s, owners);
+    free(owners);
     if (rc != 0) return rc;
+    for (uint32_t i = 0; i < s->info.cpus; i++)
+      for (uint32_t k = 1; k < kinds; k++)
+        if (ioctl(s->fds[first_fd + i * kinds + k], PERF_EVENT_IOC_SET_OUTPUT, s->cpus[i].fd) != 0)
+          return -errno;
   }
   s->info.threads++;
   return 0;
@@ -305,6 +359,8 @@ int kf_sampler_open(const kf_sampler_opts_t *opts, kf_sampler_t **out,
   s->info.ring_pages_asked = s->info.ring_pages;
   s->info.kernel = opts->kernel;
   s->info.inherit_thread = 1;
+  s->info.what = opts->what ? opts->what : KF_WHAT_CPU;
+  s->max_switch_rate = opts->max_switch_rate;
   s->info.max_stack =
       read_sysctl_u32("/proc/sys/kernel/perf_event_max_stack", 127);
 
@@ -345,6 +401,8 @@ int kf_sampler_open(const kf_sampler_opts_t *opts, kf_sampler_t **out,
     goto fail;
   }
 
+  s->info.switch_layout = s->info.layout;
+  s->info.switch_layout.periods = 1;
   s->rings = calloc(s->info.cpus, sizeof(kf_ring_t));
   s->ring_fds = calloc(s->info.cpus, sizeof(int));
   if (!s->rings || !s->ring_fds) {

@@ -2,6 +2,7 @@
  * sampler: opens the perf events that sample this process.
  *
  * One cpu-clock (or task-clock) event per existing thread and online CPU,
+ * and for off-CPU profiles one context-switch event beside it,
  * found in /proc/self/task, each with inherit=1 so threads created later are
  * sampled from their first instruction by events the kernel clones for them
  * (inherit_thread=1 keeps those clones out of fork()ed children). Per-CPU
@@ -23,6 +24,14 @@
 
 typedef enum { KF_EVENT_CPU_CLOCK = 0, KF_EVENT_TASK_CLOCK = 1 } kf_event_t;
 
+/* What is sampled: CPU time (the clock event), off-CPU time (context
+ * switches: a sample with the callchain when a thread is switched out,
+ * PERF_RECORD_SWITCH records for when it is switched back in), or both. */
+enum { KF_WHAT_CPU = 1, KF_WHAT_OFFCPU = 2, KF_WHAT_BOTH = 3 };
+
+/* The kind of an opened event (kf_event_owner_t). */
+enum { KF_KIND_CPU = 0, KF_KIND_SWITCH = 1 };
+
 typedef struct kf_sampler_opts {
   uint32_t hz;          /* samples per second of thread CPU time */
   kf_event_t event;
@@ -36,6 +45,11 @@ typedef struct kf_sampler_opts {
    * of 8 below 64 KiB. Ignored where kflame cannot read the registers
    * (not x86-64). */
   uint32_t stack_bytes;
+  uint32_t what;        /* KF_WHAT_*; 0 is KF_WHAT_CPU */
+  /* Off-CPU: switched-out samples with callchains per thread and second at
+   * most (perf's frequency mode; each sample then stands for the switches
+   * of its period). 0: every switch. */
+  uint32_t max_switch_rate;
 } kf_sampler_opts_t;
 
 /* The user registers a sample carries when stack_bytes is set, in this
@@ -53,6 +67,11 @@ typedef struct kf_sampler_info {
   uint32_t max_stack;    /* kernel.perf_event_max_stack */
   uint32_t stack_bytes;  /* user stack bytes copied per sample; 0: none */
   kf_ring_layout_t layout; /* of the sample records */
+  uint32_t what;         /* KF_WHAT_* being sampled */
+  /* Of the switch events' samples: as `layout`, with PERF_SAMPLE_PERIOD
+   * (the switches a sample stands for). Their other records (the
+   * PERF_RECORD_SWITCH ones) end with { u32 pid, tid; u64 time; u64 id }. */
+  kf_ring_layout_t switch_layout;
 } kf_sampler_info_t;
 
 /* The thread an opened event was attached to, by perf event id: samples
@@ -60,6 +79,7 @@ typedef struct kf_sampler_info {
 typedef struct kf_event_owner {
   uint64_t id;
   uint32_t tid;
+  uint32_t kind; /* KF_KIND_* */
 } kf_event_owner_t;
 
 typedef struct kf_sampler kf_sampler_t;

@@ -17,6 +17,15 @@
 
 typedef struct kf_stacks kf_stacks_t;
 
+/* kflame's own chain markers, in the PERF_CONTEXT_* range (>=
+ * PERF_CONTEXT_MAX) where the kernel uses none: first in a chain, they say
+ * the thread was off CPU (switched out) there, waiting or idle (the event
+ * loop polling with nothing to do, a pool thread waiting for work; see
+ * namer.h). Folded text shows them as a frame under the thread's root:
+ * "[off-cpu]" and "(idle)". */
+#define KF_CONTEXT_OFFCPU ((uint64_t)-3000)
+#define KF_CONTEXT_IDLE ((uint64_t)-3001)
+
 typedef struct kf_stack {
   uint32_t tid;
   uint32_t nr;         /* entries in ips, markers included */

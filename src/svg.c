@@ -141,7 +141,7 @@ typedef struct palette {
   unsigned char lo[3], hi[3];
 } palette_t;
 
-enum { ROOT, KERNEL, JS_OWN, JS_MODULES, JS_NODE, V8_CODE, GC, CPP, NATIVE };
+enum { ROOT, KERNEL, JS_OWN, JS_MODULES, JS_NODE, V8_CODE, GC, CPP, NATIVE, OFF_CPU, IDLE };
 static const palette_t palettes[] = {
     [ROOT] = {{190, 190, 190}, {215, 215, 215}},
     [KERNEL] = {{225, 110, 0}, {255, 160, 40}},
@@ -152,6 +152,10 @@ static const palette_t palettes[] = {
     [GC] = {{155, 105, 205}, {200, 150, 250}},
     [CPP] = {{205, 180, 40}, {240, 215, 85}},
     [NATIVE] = {{205, 80, 50}, {250, 150, 85}},
+    /* Off-CPU frames in blue, as off-CPU flame graphs are drawn; deeper and
+     * less green than node_modules' blue. Idle in grey-blue. */
+    [OFF_CPU] = {{20, 40, 170}, {80, 110, 245}},
+    [IDLE] = {{150, 160, 190}, {185, 195, 225}},
 };
 
 static int ends_with(const char *s, size_t n, const char *suffix) {
@@ -172,6 +176,7 @@ static int kind_of(const kf_ftnode_t *f) {
   const char *s = f->name;
   size_t n = f->name_len;
   if (f->depth <= 1) return ROOT; /* "all" and the thread roots */
+  if (f->waiting) return f->waiting == 2 ? IDLE : OFF_CPU;
   if (ends_with(s, n, "_[k]")) return KERNEL;
   /* _[i]: a JS function inlined into its caller, coloured as JS */
   if (ends_with(s, n, "_[j]") || ends_with(s, n, "_[i]")) {
@@ -342,10 +347,11 @@ int kf_svg_render(const char *folded, size_t len, const kf_svg_opts_t *o,
   *out = NULL;
   *out_len = 0;
   kf_flametree_t t;
-  int rc = kf_flametree_parse(&t, folded, len, o->reverse);
+  int rc = kf_flametree_parse_idle(&t, folded, len, o->reverse, !o->show_idle);
   if (rc) return rc;
   st->lines = t.lines;
   st->bad_lines = t.bad_lines;
+  st->idle_samples = t.hidden_samples;
   st->samples = t.nodes[0].total;
   st->frames = t.count - 1;
 

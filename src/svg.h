@@ -39,6 +39,7 @@ typedef struct kf_svg_opts {
   int reverse;          /* stacks read leaf first */
   const char *cwd;      /* NULL: none; labels of the app's own JS files
                            are shown relative to it (src/framelabel.h) */
+  int show_idle;        /* draw off-CPU "(idle)" stacks (hidden by default) */
 } kf_svg_opts_t;
 
 typedef struct kf_svg_stats {
@@ -46,6 +47,7 @@ typedef struct kf_svg_stats {
   uint64_t samples;             /* total of the counts */
   uint64_t frames, drawn;       /* distinct frames, and those drawn */
   uint64_t merged_frames, merged_samples; /* below minwidth */
+  uint64_t idle_samples;        /* in "(idle)" stacks left out */
 } kf_svg_stats_t;
 
 /* Renders `len` bytes of folded text into a malloc'd SVG (*out, *out_len,

@@ -18,6 +18,11 @@ Options:
       --hz N         samples per second of each thread (default 99)
       --mode M       auto|perf|timer: the sampler (default auto: perf events,
                      else per-thread CPU-time timers; also KFLAME_MODE)
+      --what W       cpu|offcpu|both: CPU time, time off CPU (waiting), or
+                     both (default cpu; also KFLAME_WHAT)
+      --source-maps  name JS frames after their source maps (TypeScript,
+                     bundles; also KFLAME_SOURCE_MAPS=1, or node's
+                     --enable-source-maps)
       --title TEXT   the flame graph's title (default: the command)
   -h, --help         this text
   -v, --version      kflame's version

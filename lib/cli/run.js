@@ -22,6 +22,8 @@ const SPEC = {
   output: { type: 'string', short: 'o' },
   hz: { type: 'string' },
   mode: { type: 'string' },
+  what: { type: 'string' },
+  'source-maps': { type: 'boolean' },
   title: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' }
@@ -55,6 +57,12 @@ function checkHz (value) {
 function checkMode (value) {
   const { MODES } = require('../options')
   if (!MODES.includes(value)) throw usageError(`--mode must be one of ${MODES.join(', ')}, got "${value}"`)
+  return value
+}
+
+function checkWhat (value) {
+  const { WHATS } = require('../options')
+  if (!WHATS.includes(value)) throw usageError(`--what must be one of ${WHATS.join(', ')}, got "${value}"`)
   return value
 }
 
@@ -107,6 +115,8 @@ async function run (argv) {
     KFLAME_FORMAT: 'folded',
     KFLAME_HZ: String(hz), // always: an inherited one was not checked here
     KFLAME_MODE: values.mode === undefined ? (process.env.KFLAME_MODE || '') : checkMode(values.mode),
+    KFLAME_WHAT: values.what === undefined ? (process.env.KFLAME_WHAT || '') : checkWhat(values.what),
+    KFLAME_SOURCE_MAPS: values['source-maps'] ? '1' : (process.env.KFLAME_SOURCE_MAPS || ''),
     KFLAME_QUIET: '1'
   }
 

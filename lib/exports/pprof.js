@@ -5,7 +5,10 @@
 // read. Encoded by hand (a few varints and length-delimited fields) so that
 // kflame needs no protobuf library at run time.
 //
-// One Sample per distinct stack, values [samples, cpu ns]. Location ids are
+// One Sample per distinct stack, values [samples, cpu ns], and with off-CPU
+// stacks (an "[off-cpu]" or "(idle)" frame under the thread's root, see
+// README "Off-CPU time") a third, off_cpu ns: each sample stands for 1/hz s
+// of either. Location ids are
 // leaf first, as pprof wants. The thread is not a frame here but a string
 // label "thread" on the sample: pprof can then group, filter and tag by it.
 
@@ -197,6 +200,7 @@ function toPprof (model) {
   const period = Math.round(1e9 / model.hz)
   const stacks = aggregate(model)
   const cpu = valueType(strings.id('cpu'), strings.id('nanoseconds'))
+  const offCpu = stacks.some(isOffCpu)
 
   // One Location (and one Function) per distinct frame below the roots, ids
   // in name order.
@@ -208,6 +212,7 @@ function toPprof (model) {
   const out = new Writer()
   out.message(PROFILE.sampleType, valueType(strings.id('samples'), strings.id('count')))
   out.message(PROFILE.sampleType, cpu)
+  if (offCpu) out.message(PROFILE.sampleType, valueType(strings.id('off_cpu'), strings.id('nanoseconds')))
 
   const threadKey = strings.id('thread')
   for (const s of stacks) {
@@ -215,7 +220,8 @@ function toPprof (model) {
     const ids = []
     for (let i = s.frames.length - 1; i >= 1; i--) ids.push(locationIds.get(s.frames[i])) // leaf first
     w.packed(SAMPLE.locationId, ids)
-    w.packed(SAMPLE.value, [s.count, exactProduct(s.count, period)])
+    const ns = exactProduct(s.count, period)
+    w.packed(SAMPLE.value, !offCpu ? [s.count, ns] : isOffCpu(s) ? [s.count, 0, ns] : [s.count, ns, 0])
     const label = new Writer()
     label.uint(LABEL.key, threadKey)
     label.uint(LABEL.str, strings.id(s.frames[0]))
@@ -271,6 +277,15 @@ function toPprof (model) {
   out.uint(PROFILE.period, period)
   out.packed(PROFILE.comment, [comment])
   return zlib.gzipSync(out.finish())
+}
+
+// A stack of off-CPU time: its frame under the root says so (a label may
+// come between).
+function isOffCpu (s) {
+  for (let i = 1; i < s.frames.length && i < 8; i++) {
+    if (s.frames[i] === '[off-cpu]' || s.frames[i] === '(idle)') return true
+  }
+  return false
 }
 
 module.exports = { toPprof, Writer }

@@ -324,7 +324,47 @@ static void html_data_is_safe_and_compact(void) {
   free(data);
 }
 
+/* Off-CPU frames: blue from the marker up (kernel frames too), idle in
+ * grey-blue, "(idle)" stacks left out unless asked for and counted. */
+static void svg_offcpu_blue_and_idle_hidden(void) {
+  const char *text = "main;[off-cpu];readPipe /a.js:1:1_[j];pipe_read_[k] 3\n"
+                     "main;(idle);uv__io_poll 5\nmain;run /a.js:2:2_[j] 2\n";
+  kf_flametree_t t;
+  CHECK(kf_flametree_parse(&t, text, strlen(text), 0) == 0);
+  const kf_ftnode_t *main_ = find(&t, 0, "main");
+  const kf_ftnode_t *off = find(&t, id_of(&t, main_), "[off-cpu]");
+  const kf_ftnode_t *rd = find(&t, id_of(&t, off), "readPipe /a.js:1:1_[j]");
+  const kf_ftnode_t *k = find(&t, id_of(&t, rd), "pipe_read_[k]");
+  const kf_ftnode_t *run = find(&t, id_of(&t, main_), "run /a.js:2:2_[j]");
+  CHECK(off && rd && k && run);
+  CHECK(off->waiting == 1 && k->waiting == 1 && run->waiting == 0);
+  CHECK(find(&t, id_of(&t, main_), "(idle)")->waiting == 2);
+  unsigned char rgb[3];
+  kf_svg_colour(k, rgb);
+  CHECK(rgb[2] > rgb[0] + 100 && rgb[2] > rgb[1] + 100); /* blue, not kernel orange */
+  kf_svg_colour(run, rgb);
+  CHECK(!(rgb[2] > rgb[0] + 100 && rgb[2] > rgb[1] + 100));
+  kf_flametree_free(&t);
+
+  kf_svg_opts_t o = {.minwidth = 0.1};
+  char *svg;
+  size_t len;
+  kf_svg_stats_t st;
+  CHECK(kf_svg_render(text, strlen(text), &o, &svg, &len, &st) == 0);
+  CHECK(!strstr(svg, "uv__io_poll"));
+  CHECK(strstr(svg, "readPipe"));
+  CHECK_EQ_U64(st.idle_samples, 5);
+  CHECK_EQ_U64(st.samples, 5);
+  free(svg);
+  o.show_idle = 1;
+  CHECK(kf_svg_render(text, strlen(text), &o, &svg, &len, &st) == 0);
+  CHECK(strstr(svg, "uv__io_poll"));
+  CHECK_EQ_U64(st.idle_samples, 0);
+  free(svg);
+}
+
 static const kftest_case_t cases[] = {
+    {"svg: off-CPU frames blue, (idle) hidden by default", svg_offcpu_blue_and_idle_hidden},
     {"flametree: merge, count, sort children", tree_merges_counts_and_sorts},
     {"flametree: bad lines counted, not fatal", tree_counts_bad_lines},
     {"flametree: reverse reads leaf first", tree_reverse_reads_leaf_first},

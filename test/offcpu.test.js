@@ -1,0 +1,158 @@
+'use strict'
+
+// Off-CPU profiles: a fixture that waits in known places (fs.readSync on an
+// empty FIFO, Atomics.wait in a worker, a thread pool saturated by
+// crypto.pbkdf2) must show each wait under its JS function with the share
+// of wall time it was timed at, within 5 points, with the kernel function
+// it slept in; idle waits marked (idle); both mode accounts for every
+// thread's wall time; the timer sampler refuses off-CPU.
+
+const t = require('tap')
+const { runFixture, total, kernelAllowed } = require('./helpers')
+const kflame = require('..')
+
+const HZ = 199
+const POINTS = 5
+
+function has (stack, re) {
+  return stack.frames.some((f) => re.test(f))
+}
+
+// Share of one thread's wall time (durationMs at HZ) that `count` samples stand for.
+function share (count, stats) {
+  return 100 * count / (stats.durationMs / 1000 * HZ)
+}
+
+if (!kernelAllowed()) {
+  t.test('without kernel context off-CPU is refused with advice', async (t) => {
+    t.throws(() => kflame.start({ what: 'offcpu', mode: 'perf' }), { code: 'KFLAME_ERR_OFFCPU_PARANOID' })
+    t.notOk(kflame.isRunning())
+  })
+} else {
+  for (const what of ['both', 'offcpu']) {
+    t.test(`what: '${what}': waits under their JS functions at their timed share`, async (t) => {
+      const { stacks, stats, truth } = runFixture('offcpu.js', [], [what], { UV_THREADPOOL_SIZE: '2' })
+      t.equal(stats.what, what)
+      const off = stacks.filter((s) => s.frames[1] === '[off-cpu]')
+      const pipe = off.filter((s) => has(s, /^readPipe .*offcpu\.js:/))
+      const pipeShare = share(total(pipe), stats)
+      const pipeTruth = 100 * truth.pipeMs / stats.durationMs
+      t.ok(Math.abs(pipeShare - pipeTruth) <= POINTS,
+        `readPipe off CPU ${pipeShare.toFixed(1)}% of wall time, timed ${pipeTruth.toFixed(1)}%`)
+      t.ok(pipe.every((s) => s.frames[0] === 'main'), 'on the main thread')
+      t.ok(pipe.some((s) => has(s, /pipe_read_\[k\]$/)), 'in the kernel\'s pipe_read')
+
+      const atomics = off.filter((s) => has(s, /^waitInWorker /))
+      const atomicsShare = share(total(atomics), stats)
+      const atomicsTruth = 100 * truth.workerMs / stats.durationMs
+      t.ok(Math.abs(atomicsShare - atomicsTruth) <= POINTS,
+        `waitInWorker off CPU ${atomicsShare.toFixed(1)}% of its thread's wall time, timed ${atomicsTruth.toFixed(1)}%`)
+      t.ok(atomics.some((s) => has(s, /^futex_wait_\[k\]$/)), 'in the kernel\'s futex_wait')
+      t.ok(atomics.length > 0 && atomics.every((s) => s.frames[0] !== 'main'), 'on the worker\'s thread')
+
+      // The pool: two threads kept busy by eight jobs for poolMs, running
+      // or waiting for a CPU (preempted) under PBKDF2; waiting for work is idle.
+      const pool = stacks.filter((s) => /^libuv-worker-/.test(s.frames[0]))
+      const derive = pool.filter((s) => has(s, /^PKCS5_PBKDF2_HMAC$/) && (what === 'both' || s.frames[1] === '[off-cpu]'))
+      if (what === 'both') {
+        const deriveShare = share(total(derive), stats) / 2
+        const deriveTruth = 100 * truth.poolMs / stats.durationMs
+        t.ok(Math.abs(deriveShare - deriveTruth) <= POINTS,
+          `pool threads in PBKDF2 ${deriveShare.toFixed(1)}% of their wall time, the jobs took ${deriveTruth.toFixed(1)}%`)
+      }
+      const poolIdle = pool.filter((s) => s.frames[1] === '(idle)')
+      t.ok(poolIdle.length > 0 && poolIdle.every((s) => has(s, /^uv_cond_wait$/)), 'waiting for work is (idle)')
+      t.ok(stacks.some((s) => s.frames[0] === 'main' && s.frames[1] === '(idle)' && has(s, /^uv__io_poll$/)),
+        'the event loop waiting for the pool is (idle)')
+      if (what === 'offcpu') {
+        t.ok(stacks.every((s) => s.frames[1] === '[off-cpu]' || s.frames[1] === '(idle)'), 'no CPU samples')
+      } else {
+        // Every moment of the main thread is a sample: running, waiting or idle
+        // (it ran from start() on, so no wait began before the profile).
+        const mainShare = share(total(stacks.filter((s) => s.frames[0] === 'main')), stats)
+        t.ok(Math.abs(mainShare - 100) <= POINTS, `the main thread's samples cover ${mainShare.toFixed(1)}% of the wall time`)
+      }
+      const d = stats.details
+      t.ok(d.switchSamples > 0 && d.switchPaired > 0, `switches: ${d.switchSamples} sampled, ${d.switchPaired} paired`)
+      t.equal(d.maxSwitchRate, 0)
+      t.ok(Math.abs(d.offCpuSamples - total(off) - total(stacks.filter((s) => s.frames[1] === '(idle)'))) <= 0,
+        'offCpuSamples counts the [off-cpu] and (idle) samples')
+    })
+  }
+}
+
+t.test('the timer sampler cannot take off-CPU profiles', async (t) => {
+  t.throws(() => kflame.start({ what: 'offcpu', mode: 'timer' }), { code: 'KFLAME_ERR_OFFCPU_TIMER' })
+  t.throws(() => kflame.start({ what: 'sideways' }), { code: 'KFLAME_ERR_OUT_OF_RANGE' })
+  t.throws(() => kflame.start({ maxSwitchRate: -1 }), { code: 'KFLAME_ERR_OUT_OF_RANGE' })
+  t.throws(() => kflame.start({ maxSwitchRate: 1.5 }), { code: 'KFLAME_ERR_INVALID_ARG' })
+  t.notOk(kflame.isRunning())
+})
+
+t.test('pprof says which time a sample is: cpu or off_cpu nanoseconds', async (t) => {
+  const zlib = require('node:zlib')
+  const { Profile: PprofProfile } = require('pprof-format')
+  const folded = 'main;[off-cpu];wait /a.js:1:1_[j];futex_wait_[k] 3\nmain;(idle);uv__io_poll 4\nmain;run /a.js:2:2_[j] 2\n'
+  const p = PprofProfile.decode(zlib.gunzipSync(kflame.fromFolded(folded, { hz: 100 }).pprof()))
+  const str = (i) => p.stringTable.strings[Number(i)]
+  t.same(p.sampleType.map((v) => `${str(v.type)}/${str(v.unit)}`), ['samples/count', 'cpu/nanoseconds', 'off_cpu/nanoseconds'])
+  const byLeaf = new Map()
+  const fnName = new Map(p.function.map((f) => [Number(f.id), str(f.systemName)]))
+  for (const s of p.sample) byLeaf.set(fnName.get(Number(s.locationId[0])), s.value.map(Number))
+  t.same(byLeaf.get('futex_wait_[k]'), [3, 0, 30000000])
+  t.same(byLeaf.get('uv__io_poll'), [4, 0, 40000000])
+  t.same(byLeaf.get('run /a.js:2:2_[j]'), [2, 20000000, 0])
+  const cpuOnly = PprofProfile.decode(zlib.gunzipSync(kflame.fromFolded('main;run 2\n', { hz: 100 }).pprof()))
+  t.equal(cpuOnly.sampleType.length, 2, 'CPU profiles keep two sample types')
+})
+
+// Every way in: the HTTP endpoints, kflame/register and the kflame command.
+const path = require('node:path')
+const fs = require('node:fs')
+const os = require('node:os')
+const { spawnSync } = require('node:child_process')
+const { request, close } = require('./fixtures/http-client')
+const SLEEPER = 'const c = new Int32Array(new SharedArrayBuffer(4)); function napInScript () { Atomics.wait(c, 0, 0, 300) } napInScript()'
+
+t.test('/start?what=both&sourceMaps=1, and bad values refused', { skip: !kernelAllowed() && 'off-CPU needs kernel context' }, async (t) => {
+  const server = await kflame.listen({ port: 0 })
+  t.teardown(() => close(server))
+  const { port } = server.address()
+  let r = await request(port, 'POST', '/start?what=sideways')
+  t.equal(r.status, 400)
+  t.equal(r.json().code, 'KFLAME_ERR_HTTP_BAD_PARAM')
+  r = await request(port, 'POST', '/start?sourceMaps=maybe')
+  t.equal(r.status, 400)
+  r = await request(port, 'POST', '/start?what=offcpu&mode=timer')
+  t.equal(r.status, 400)
+  t.equal(r.json().code, 'KFLAME_ERR_OFFCPU_TIMER')
+  r = await request(port, 'POST', '/start?what=both&sourceMaps=1')
+  t.equal(r.status, 200)
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  r = await request(port, 'POST', '/stop?format=folded')
+  t.equal(r.status, 200)
+  t.match(r.text, /^main;\(idle\);/m, 'the event loop waiting for the request is (idle)')
+})
+
+t.test('kflame/register (KFLAME_WHAT) and kflame --what', { skip: !kernelAllowed() && 'off-CPU needs kernel context' }, async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-offcpu-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const out = path.join(dir, 'reg.folded')
+  let r = spawnSync(process.execPath, ['-r', path.join(__dirname, '..', 'register.js'), '-e', SLEEPER], {
+    // Without the test runner's NODE_OPTIONS (its loader's thread runs the script).
+    env: { ...process.env, NODE_OPTIONS: '', KFLAME_WHAT: 'offcpu', KFLAME_OUT: out, KFLAME_QUIET: '1' }, encoding: 'utf8'
+  })
+  t.equal(r.status, 0, r.stderr)
+  const reg = fs.readFileSync(out, 'utf8')
+  t.match(reg, /^main;\[off-cpu\];.*napInScript /m, reg.split('\n').filter((l) => l.includes('off-cpu')).map((l) => l.slice(0, 100) + ' ... ' + l.slice(-300)).join('\n'))
+  r = spawnSync(process.execPath, ['-r', path.join(__dirname, '..', 'register.js'), '-e', '1'], {
+    env: { ...process.env, KFLAME_WHAT: 'often', KFLAME_OUT: out }, encoding: 'utf8'
+  })
+  t.equal(r.status, 2)
+  t.match(r.stderr, /KFLAME_WHAT="often"/)
+  const cliOut = path.join(dir, 'cli.folded')
+  r = spawnSync(process.execPath, [path.join(__dirname, '..', 'bin', 'kflame.js'), '--what', 'both', '--source-maps',
+    '-o', cliOut, process.execPath, '-e', SLEEPER], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } })
+  t.equal(r.status, 0, r.stderr)
+  t.match(fs.readFileSync(cliOut, 'utf8'), /^main;\[off-cpu\];.*napInScript /m)
+})
