@@ -19,23 +19,12 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { machineNotes, machineLine, writeResults, option } = require('./common')
-const { busyLoop, rssMb, growthPerMin } = require('./long')
+const { busyLoop, startWorkers, rssMb, growthPerMin } = require('./long')
 
 async function child (minutes, every, hz, threads) {
   const kflame = require('..')
-  const { Worker } = require('node:worker_threads')
   const seconds = minutes * 60
-  const src = `const { parentPort, workerData } = require('node:worker_threads')
-    ${busyLoop.toString()}
-    parentPort.postMessage(busyLoop(workerData.seconds, workerData.seed))`
-  const workers = []
-  for (let i = 1; i < threads; i++) {
-    workers.push(new Promise((resolve, reject) => {
-      const w = new Worker(src, { eval: true, workerData: { seconds: seconds + 2, seed: i + 1 } })
-      w.once('message', resolve)
-      w.once('error', reject)
-    }))
-  }
+  const workers = startWorkers(threads - 1, seconds + 2)
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-soak-'))
   // As bench/long.js: symbol tables loaded by a warm-up profile, the
   // workers' isolates running, before RSS is first read.
@@ -59,7 +48,7 @@ async function child (minutes, every, hz, threads) {
     await new Promise((resolve) => setImmediate(resolve))
   }
   const stats = await c.stop()
-  await Promise.all(workers)
+  await workers
   fs.rmSync(dir, { recursive: true, force: true })
   process.stdout.write(JSON.stringify({ minutes, every, hz, threads, rssStart, rss, stats, profileBytes }))
 }
