@@ -125,4 +125,25 @@ async function main () {
   if (jsonOut) writeResults(jsonOut, machine, { rounds, windowMs: WINDOW_MS, connections: CONNECTIONS, rows, runs })
 }
 
-main().catch((err) => { console.error(err); process.exit(1) })
+
+// README rows (bench/table.js), with the words the table needs beside it.
+const KIND_NAMES = {
+  none: 'unprofiled',
+  'cpu-99': 'CPU, 99 Hz',
+  'both-99': 'both, 99 Hz, every switch (`maxSwitchRate: 0`, the default)',
+  'both-99-r1000': 'both, `maxSwitchRate: 1000`',
+  'both-99-r200': 'both, `maxSwitchRate: 200`'
+}
+function readmeTables (r) {
+  const pct = (v) => `${v >= 0 ? '+' : ''}${(v * 100).toFixed(1)}%`
+  return [
+    '| kind | req/s | server CPU µs/req | switch stacks/s | extra CPU / request |',
+    '| --- | --- | --- | --- | --- |',
+    ...r.rows.map((x) => `| ${KIND_NAMES[x.kind] || x.kind} | ${Math.round(x.reqPerS).toLocaleString('en')} | ${x.cpuUsPerReq.toFixed(1)} | ` +
+      `${x.switchSamplesPerS ? Math.round(x.switchSamplesPerS).toLocaleString('en') : '-'} | ` +
+      `${x.extraCpuPerReq ? `${pct(x.extraCpuPerReq.median)} [${pct(x.extraCpuPerReq.ci95[0])}, ${pct(x.extraCpuPerReq.ci95[1])}]` : '-'} |`)
+  ]
+}
+
+if (require.main === module) main().catch((err) => { console.error(err); process.exit(1) })
+module.exports = { readmeTables }

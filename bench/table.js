@@ -88,6 +88,15 @@ const BENCHES = [
     tables: (r, dir) => require('./http').readmeTables(r, readJson(path.join(dir, 'http-warm.json')))
   },
   {
+    file: 'offcpu.json',
+    title: 'Off-CPU sampling on an HTTP server under load',
+    script: 'bench/offcpu.js',
+    about: (r) => `alternating windows: one server process profiled in ${r.windowMs / 1000} s windows, ${r.rounds} rounds of each kind ` +
+      `in a seeded random order, autocannon with ${r.connections} connections throughout; cost = the server's CPU time (all threads) ` +
+      "per request, as a per-round ratio against the round's unprofiled window: median and bootstrap 95% interval",
+    tables: (r) => require('./offcpu').readmeTables(r)
+  },
+  {
     file: 'stop.json',
     title: 'What `/stop` holds the event loop for',
     script: 'bench/stop.js',
