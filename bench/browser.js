@@ -229,7 +229,7 @@ async function main () {
   }
 }
 
-// The README's table from a results file (bench/table.js).
+// The table of docs/benchmarks.md from a results file (bench/table.js).
 function readmeTables (result) {
   const n = (x) => Math.round(x).toLocaleString('en-US')
   const out = []

@@ -53,7 +53,7 @@ function machineNotes () {
   }
 }
 
-// One line for the console and the README: "2 × AMD EPYC, Linux 6.18.44,
+// One line for the console and docs/benchmarks.md: "2 × AMD EPYC, Linux 6.18.44,
 // Node v20.20.2, perf_event_paranoid 2, as root". Takes the old top-level
 // fields of results written before machineNotes() existed.
 function machineLine (m) {

@@ -109,7 +109,7 @@ function main () {
   if (json) writeResults(json, machine, result)
 }
 
-// The README's table, for bench/table.js.
+// The table of docs/benchmarks.md, for bench/table.js.
 function readmeTables (r) {
   const m = r.medians
   const mb = (x) => Math.round(x)

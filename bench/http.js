@@ -427,7 +427,7 @@ function formatTable (rows) {
   return out
 }
 
-// The README's table from a results file (bench/table.js); `warm` is the
+// The table of docs/benchmarks.md from a results file (bench/table.js); `warm` is the
 // --warm-kflame run, when there is one, for its "later profile" column.
 function readmeTables (result, warm) {
   const pct = (x) => x === null || x === undefined ? '-' : `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%`

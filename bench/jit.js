@@ -247,7 +247,7 @@ function main () {
   if (jsonOut) writeResults(jsonOut, machine, result)
 }
 
-// The README's table from a results file (bench/table.js).
+// The table of docs/benchmarks.md from a results file (bench/table.js).
 function readmeTables (result) {
   const n = (x) => Math.round(x).toLocaleString('en-US')
   const kib = (b) => b >= 2 ** 20 * 10 ? `${n(b / 2 ** 20)} MiB` : `${n(b / 1024)} KiB`

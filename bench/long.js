@@ -211,7 +211,7 @@ function main () {
   if (json) writeResults(json, machine, { seconds, threads, runs })
 }
 
-// README rows: this run's rates, the control, and the same bench run
+// Rows of docs/benchmarks.md: this run's rates, the control, and the same bench run
 // against the code before profiles were named as they came (long-before.json,
 // when there).
 function readmeTables (r, before) {

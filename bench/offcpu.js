@@ -126,7 +126,7 @@ async function main () {
 }
 
 
-// README rows (bench/table.js), with the words the table needs beside it.
+// Rows of docs/benchmarks.md (bench/table.js), with the words the table needs beside it.
 const KIND_NAMES = {
   none: 'unprofiled',
   'cpu-99': 'CPU, 99 Hz',

@@ -306,7 +306,7 @@ async function main () {
 }
 
 // The two markdown tables (cost; memory and after the run), shared with
-// bench/table.js so the console and the README print the same.
+// bench/table.js so the console and docs/benchmarks.md print the same.
 function formatTables (rows) {
   const pct = (x) => x === null || x === undefined ? '-' : `${(x * 100).toFixed(1)}%`
   const num = (x, d = 2) => x === null || x === undefined ? '-' : x.toFixed(d)

@@ -470,7 +470,7 @@ async function main () {
   }
 }
 
-// The README's table from a results file (bench/table.js).
+// The table of docs/benchmarks.md from a results file (bench/table.js).
 function readmeTables (result) {
   const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(1)} MiB`
   const n = (x) => Math.round(x).toLocaleString('en-US')

@@ -84,7 +84,7 @@ function main () {
   if (json) writeResults(json, machine, { quick, rounds, formats: FORMATS, rows })
 }
 
-// The README's table, for bench/table.js.
+// The table of docs/benchmarks.md, for bench/table.js.
 function readmeTables (r) {
   return [
     '| profile | samples | stacks | `stop()` ms | + folded | + svg | + cpuprofile | + trace | + pprof |',

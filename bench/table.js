@@ -1,15 +1,19 @@
 'use strict'
 
-// The README's "Measured numbers" tables, from bench/results/*.json: one
-// table (or two) per benchmark, each under a line saying what ran, when and
-// on what machine, so the README is regenerated from the results rather than
-// typed by hand. Each benchmark formats its own results (its module exports
-// formatTables or readmeTables); this file only finds, orders and frames them.
+// The "Measured numbers" tables of docs/benchmarks.md, from
+// bench/results/*.json: one table (or two) per benchmark, each under a line
+// saying what ran, when and on what machine, so the page is regenerated from
+// the results rather than typed by hand. Each benchmark formats its own
+// results (its module exports formatTables or readmeTables); this file only
+// finds, orders and frames them.
 //
 //   node bench/table.js [--dir bench/results]              markdown on stdout
-//   node bench/table.js --readme [README.md]               also replaces the text between
+//   node bench/table.js --readme [FILE]                    also replaces the text between
 //                                                          <!-- bench:tables:begin --> and
-//                                                          <!-- bench:tables:end --> in that file
+//                                                          <!-- bench:tables:end --> in FILE
+//                                                          (default docs/benchmarks.md; the
+//                                                          flag keeps its name from when the
+//                                                          tables lived in README.md)
 
 const fs = require('node:fs')
 const path = require('node:path')
@@ -19,7 +23,7 @@ const ROOT = path.join(__dirname, '..')
 const BEGIN = '<!-- bench:tables:begin -->'
 const END = '<!-- bench:tables:end -->'
 
-// In README order. `about` says what the numbers are, from the results file.
+// In the order of docs/benchmarks.md. `about` says what the numbers are, from the results file.
 const BENCHES = [
   {
     file: 'overhead.json',
@@ -201,7 +205,7 @@ function render (dir) {
 }
 
 // Replaces the text between the markers; false when they are not both there.
-function replaceInReadme (file, tables) {
+function replaceBetweenMarkers (file, tables) {
   const text = fs.readFileSync(file, 'utf8')
   const b = text.indexOf(BEGIN)
   const e = text.indexOf(END)
@@ -219,10 +223,10 @@ function main () {
   const i = args.indexOf('--readme')
   if (i >= 0) {
     const next = args[i + 1]
-    const readme = path.resolve(next && !next.startsWith('--') ? next : path.join(ROOT, 'README.md'))
-    if (replaceInReadme(readme, tables)) console.error(`table: tables written into ${readme}`)
+    const target = path.resolve(next && !next.startsWith('--') ? next : path.join(ROOT, 'docs', 'benchmarks.md'))
+    if (replaceBetweenMarkers(target, tables)) console.error(`table: tables written into ${target}`)
     else {
-      console.error(`table: ${readme} has no ${BEGIN} ... ${END} markers; left unchanged`)
+      console.error(`table: ${target} has no ${BEGIN} ... ${END} markers; left unchanged`)
       process.exitCode = 1
     }
   }

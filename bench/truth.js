@@ -660,7 +660,7 @@ function functionTable (rows, modes, what, caller) {
 }
 
 // The markdown tables, shared with bench/table.js.
-// summaryOnly: the two summary tables (the README's), without the per-function ones.
+// summaryOnly: the two summary tables (docs/benchmarks.md's), without the per-function ones.
 function formatTables (r, { summaryOnly = false } = {}) {
   const out = []
   const others = r.modes.filter((m) => m !== 'v8')
