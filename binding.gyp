@@ -15,6 +15,7 @@
         "src/aggregate.c",
         "src/namer.c",
         "src/folded.c",
+        "src/addrmap.c",
         "src/symbolizer.c",
         "src/symtab.c",
         "src/elfsyms.c",

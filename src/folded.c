@@ -1,7 +1,7 @@
 #include "folded.h"
 
+#include "addrmap.h"
 #include "grow.h"
-#include "hash.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -57,59 +57,28 @@ static int buf_frame(buf_t *b, const char *name) {
 
 /* Each address is named and sanitised once per fold, however many stacks
  * hold it: a profile of 100,000 distinct stacks names millions of frames
- * from a few thousand addresses. Open addressing on (ip, kernel); the
- * sanitised names live in `pool`, found by offset. */
-typedef struct name_slot {
-  uint64_t ip;
-  uint32_t off, len; /* in pool */
-  uint8_t used, kernel;
-} name_slot_t;
-
+ * from a few thousand addresses. (ip, kernel) -> the sanitised name in
+ * `pool`, as offset << 32 | length. */
 typedef struct name_cache {
-  name_slot_t *slots;
-  size_t cap, count;
+  kf_addrmap_t names;
   buf_t pool;
 } name_cache_t;
-
-static size_t slot_of(uint64_t ip, int kernel, size_t cap) {
-  return kf_hash_fib(ip ^ (uint64_t)kernel, cap);
-}
-
-static int cache_grow(name_cache_t *c) {
-  size_t cap = c->cap ? c->cap * 2 : 4096;
-  name_slot_t *slots = calloc(cap, sizeof(*slots));
-  if (!slots) return -ENOMEM;
-  for (size_t i = 0; i < c->cap; i++) {
-    if (!c->slots[i].used) continue;
-    size_t k = slot_of(c->slots[i].ip, c->slots[i].kernel, cap);
-    while (slots[k].used) k = (k + 1) & (cap - 1);
-    slots[k] = c->slots[i];
-  }
-  free(c->slots);
-  c->slots = slots;
-  c->cap = cap;
-  return 0;
-}
 
 /* Appends the frame of (ip, kernel) to b, naming it on first sight. */
 static int cached_frame(name_cache_t *c, const kf_fold_names_t *names,
                         uint64_t ip, int kernel, buf_t *b) {
-  if ((c->count + 1) * 2 > c->cap && cache_grow(c)) return -ENOMEM;
-  size_t k = slot_of(ip, kernel, c->cap);
-  for (; c->slots[k].used; k = (k + 1) & (c->cap - 1))
-    if (c->slots[k].ip == ip && c->slots[k].kernel == kernel)
-      return buf_append(b, c->pool.p + c->slots[k].off, c->slots[k].len);
+  uint64_t at;
+  if (kf_addrmap_get(&c->names, ip, kernel, &at))
+    return buf_append(b, c->pool.p + (at >> 32), (uint32_t)at);
   const char *name = names->frame(names->ctx, ip, kernel);
   if (!name || !*name) name = "[unknown]";
   size_t n = strlen(name);
   if (n > UINT32_MAX || c->pool.len + n > UINT32_MAX || buf_reserve(&c->pool, n))
     return -ENOMEM;
-  name_slot_t *slot = &c->slots[k];
-  *slot = (name_slot_t){.ip = ip, .off = (uint32_t)c->pool.len, .len = (uint32_t)n,
-                        .used = 1, .kernel = (uint8_t)kernel};
-  c->pool.len += kf_fold_sanitize(c->pool.p + c->pool.len, name, n);
-  c->count++;
-  return buf_append(b, c->pool.p + slot->off, slot->len);
+  size_t off = c->pool.len;
+  c->pool.len += kf_fold_sanitize(c->pool.p + off, name, n);
+  if (kf_addrmap_put(&c->names, ip, kernel, (uint64_t)off << 32 | n)) return -ENOMEM;
+  return buf_append(b, c->pool.p + off, n);
 }
 
 /* The lines' texts, in chunks mapped apart from the heap: when the text is
@@ -254,7 +223,7 @@ int kf_fold(const kf_stacks_t *stacks, const kf_fold_names_t *names,
   rc = 0;
 out:
   arena_free(arena);
-  free(cache.slots);
+  kf_addrmap_clear(&cache.names);
   free(cache.pool.p);
   free(lines);
   free(b.p);

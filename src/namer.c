@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addrmap.h"
 #include "clock.h"
 #include "grow.h"
-#include "hash.h"
 #include "mapped.h"
 #include "threadrole.h"
 
@@ -20,16 +20,9 @@
 #define CACHE_MAX_ENTRIES ((size_t)1 << 20)
 
 /* (address, context) -> frame id in one aggregate. */
-typedef struct slot {
-  uint64_t ip;
-  uint64_t id;
-  uint8_t used, kernel;
-} slot_t;
-
 typedef struct cache {
   const kf_aggregate_t *owner;
-  slot_t *slots;
-  size_t cap, count;
+  kf_addrmap_t ids;
 } cache_t;
 
 struct kf_namer {
@@ -53,8 +46,8 @@ kf_namer_t *kf_namer_new(const kf_namer_opts_t *opts) {
 }
 
 static void cache_reset(cache_t *c, const kf_aggregate_t *owner) {
-  kf_mapped_free(c->slots, c->cap, sizeof(slot_t));
-  *c = (cache_t){.owner = owner};
+  kf_addrmap_clear(&c->ids);
+  c->owner = owner;
 }
 
 void kf_namer_free(kf_namer_t *n) {
@@ -80,26 +73,6 @@ static cache_t *cache_for(kf_namer_t *n, const kf_aggregate_t *a,
   cache_t *c = n->caches[0].owner != other ? &n->caches[0] : &n->caches[1];
   cache_reset(c, a);
   return c;
-}
-
-static size_t slot_of(uint64_t ip, int kernel, size_t cap) {
-  return kf_hash_fib(ip ^ (uint64_t)kernel, cap);
-}
-
-static int cache_grow(cache_t *c) {
-  size_t cap = c->cap ? c->cap * 2 : 4096;
-  slot_t *slots = kf_mapped_calloc(cap, sizeof(*slots));
-  if (!slots) return -ENOMEM;
-  for (size_t i = 0; i < c->cap; i++) {
-    if (!c->slots[i].used) continue;
-    size_t k = slot_of(c->slots[i].ip, c->slots[i].kernel, cap);
-    while (slots[k].used) k = (k + 1) & (cap - 1);
-    slots[k] = c->slots[i];
-  }
-  kf_mapped_free(c->slots, c->cap, sizeof(slot_t));
-  c->slots = slots;
-  c->cap = cap;
-  return 0;
 }
 
 static void symbolizer_begin(kf_namer_t *n) {
@@ -129,17 +102,11 @@ static const char *name_of(kf_namer_t *n, uint64_t ip, int kernel) {
 
 static int frame_id(kf_namer_t *n, cache_t *c, kf_aggregate_t *a, uint64_t ip,
                     int kernel, uint64_t *id) {
-  if (c->count >= CACHE_MAX_ENTRIES) cache_reset(c, a);
-  if ((c->count + 1) * 2 > c->cap && cache_grow(c)) return -ENOMEM;
-  size_t k = slot_of(ip, kernel, c->cap);
-  for (; c->slots[k].used; k = (k + 1) & (c->cap - 1))
-    if (c->slots[k].ip == ip && c->slots[k].kernel == kernel) {
-      *id = c->slots[k].id;
-      return 0;
-    }
-  if (kf_aggregate_frame(a, name_of(n, ip, kernel), id)) return -ENOMEM;
-  c->slots[k] = (slot_t){.ip = ip, .id = *id, .used = 1, .kernel = (uint8_t)kernel};
-  c->count++;
+  if (c->ids.count >= CACHE_MAX_ENTRIES) cache_reset(c, a);
+  if (kf_addrmap_get(&c->ids, ip, kernel, id)) return 0;
+  if (kf_aggregate_frame(a, name_of(n, ip, kernel), id) ||
+      kf_addrmap_put(&c->ids, ip, kernel, *id))
+    return -ENOMEM;
   return 0;
 }
 
