@@ -816,10 +816,16 @@ int kf_collector_finish(kf_collector_t *c) {
    * profile stop() returns: no sample is lost to a cut in flight. */
   pthread_mutex_lock(&c->lock);
   kf_aggregate_t *untaken = c->done;
+  kf_window_stats_t untaken_stats = c->done_stats;
   uint64_t cut = c->cut_at;
   c->done = NULL;
   c->cut_at = 0;
   pthread_mutex_unlock(&c->lock);
+  if (untaken) { /* the profile begins where that window began */
+    c->window_start = untaken_stats.start;
+    c->lost_at_window_start -= untaken_stats.lost;
+    c->no_memory_at_window_start -= untaken_stats.no_memory;
+  }
   if (c->next) {
     if (c->namer) kf_namer_fold(c->namer, c->stacks, c->agg, c->next, cut, &c->stats.no_memory);
     kf_aggregate_merge(c->agg, c->next, &c->stats.no_memory);

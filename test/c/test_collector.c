@@ -51,7 +51,7 @@ static uint64_t check_times(const kf_aggregate_t *a, uint64_t start, uint64_t en
   return n;
 }
 
-static void windows_tile_the_profile(void) {
+static void tile(int made) {
   __atomic_store_n(&stop_spinning, 0, __ATOMIC_RELAXED);
   pthread_t th[2];
   for (int i = 0; i < 2; i++) CHECK(pthread_create(&th[i], NULL, spinner, NULL) == 0);
@@ -85,9 +85,10 @@ static void windows_tile_the_profile(void) {
     windows_samples += as.samples;
     kf_aggregate_free(a);
   }
-  /* A cut left in flight at stop goes into stop()'s profile. */
+  /* A cut left in flight at stop (or, with `made`, a window made and not
+   * taken) goes into stop()'s profile. */
   CHECK(kf_collector_cut(c) == 0);
-  sleep_ms(30);
+  sleep_ms(made ? 400 : 30);
   kf_collector_stop(c);
   CHECK(kf_collector_finish(c) == 0);
   kf_window_stats_t rest;
@@ -109,8 +110,12 @@ static void windows_tile_the_profile(void) {
   for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
 }
 
+static void windows_tile_the_profile(void) { tile(0); }
+static void untaken_window_goes_to_stop(void) { tile(1); }
+
 static const kftest_case_t cases[] = {
     {"collector: windows cut while threads run tile the profile", windows_tile_the_profile},
+    {"collector: a window made and not taken goes to stop()'s profile", untaken_window_goes_to_stop},
     {NULL, NULL},
 };
 
