@@ -8,39 +8,22 @@
 #include "flametree.h"
 #include "framelabel.h"
 #include "grow.h"
+#include "outbuf.h"
 #include "hash.h"
 
 #define PAD_X 10 /* as the SVG: the same frames are left out */
 
-typedef struct buf {
-  char *p;
-  size_t len, cap;
-  int failed;
-} buf_t;
 
-static void put(buf_t *b, const char *s, size_t n) {
-  if (b->failed) return;
-  if (kf_grow((void **)&b->p, &b->cap, b->len + n + 1, 1, 1 << 16)) {
-    b->failed = 1;
-    return;
-  }
-  memcpy(b->p + b->len, s, n);
-  b->len += n;
-  b->p[b->len] = '\0';
-}
-
-static void puts_(buf_t *b, const char *s) { put(b, s, strlen(s)); }
-
-static void put_u64(buf_t *b, unsigned long long v) {
+static void put_u64(kf_outbuf_t *b, unsigned long long v) {
   char tmp[24];
   int n = snprintf(tmp, sizeof tmp, "%llu", v);
-  put(b, tmp, (size_t)n);
+  kf_outbuf_put(b, tmp, (size_t)n);
 }
 
 /* A JSON string that is also safe inside <script> (see the header). */
-static void put_json(buf_t *b, const char *s, size_t n) {
+static void put_json(kf_outbuf_t *b, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
-  put(b, "\"", 1);
+  kf_outbuf_put(b, "\"", 1);
   for (size_t i = 0; i < n;) {
     unsigned char c = (unsigned char)s[i];
     if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&') {
@@ -48,34 +31,34 @@ static void put_json(buf_t *b, const char *s, size_t n) {
       while (j < n && (unsigned char)s[j] >= 0x20 && (unsigned char)s[j] < 0x7f && s[j] != '"' &&
              s[j] != '\\' && s[j] != '<' && s[j] != '>' && s[j] != '&')
         j++;
-      put(b, s + i, j - i);
+      kf_outbuf_put(b, s + i, j - i);
       i = j;
       continue;
     }
     if (c == '"' || c == '\\') {
       char e[2] = {'\\', (char)c};
-      put(b, e, 2);
+      kf_outbuf_put(b, e, 2);
       i++;
       continue;
     }
     if (c < 0x80) { /* control characters, DEL, < > & */
       char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-      put(b, e, 6);
+      kf_outbuf_put(b, e, 6);
       i++;
       continue;
     }
     size_t k = kf_svg_utf8_len((const unsigned char *)s + i, n - i);
     if (k == 3 && c == 0xE2 && (unsigned char)s[i + 1] == 0x80 &&
         ((unsigned char)s[i + 2] == 0xA8 || (unsigned char)s[i + 2] == 0xA9)) {
-      puts_(b, (unsigned char)s[i + 2] == 0xA8 ? "\\u2028" : "\\u2029");
+      kf_outbuf_puts(b, (unsigned char)s[i + 2] == 0xA8 ? "\\u2028" : "\\u2029");
     } else if (k) {
-      put(b, s + i, k);
+      kf_outbuf_put(b, s + i, k);
     } else {
-      puts_(b, "\\ufffd");
+      kf_outbuf_puts(b, "\\ufffd");
     }
     i += k ? k : 1;
   }
-  put(b, "\"", 1);
+  kf_outbuf_put(b, "\"", 1);
 }
 
 /* --- the names table: (name, colour) -> entry, open addressing ---------- */
@@ -124,38 +107,38 @@ static size_t shown_len(const kf_ftnode_t *f, int *cut) {
   return n;
 }
 
-static void put_entry(buf_t *names, const kf_ftnode_t *f, const unsigned char rgb[3], const char *cwd) {
+static void put_entry(kf_outbuf_t *names, const kf_ftnode_t *f, const unsigned char rgb[3], const char *cwd) {
   static const char hex[] = "0123456789abcdef";
   int cut;
   size_t n = shown_len(f, &cut);
-  puts_(names, names->len > 1 ? ",[" : "[");
+  kf_outbuf_puts(names, names->len > 1 ? ",[" : "[");
   if (cut) {
     /* The JSON string of a cut name: put_json of the bytes plus "...". */
     put_json(names, f->name, n);
     names->len--; /* reopen the string */
-    puts_(names, "...\"");
+    kf_outbuf_puts(names, "...\"");
   } else {
     put_json(names, f->name, n);
   }
   char c[10] = {',', '"', hex[rgb[0] >> 4], hex[rgb[0] & 15], hex[rgb[1] >> 4], hex[rgb[1] & 15],
                 hex[rgb[2] >> 4], hex[rgb[2] & 15], '"', 0};
-  puts_(names, c);
+  kf_outbuf_puts(names, c);
   if (!cut) {
     size_t head, tail, end;
     kf_framelabel(f->name, n, cwd, &head, &tail, &end);
     if (head != tail || end != n) {
-      puts_(names, ",");
+      kf_outbuf_puts(names, ",");
       /* head and tail as one string: two put_json calls joined. */
       put_json(names, f->name, head);
       names->len--;
-      buf_t rest = {0};
+      kf_outbuf_t rest = {0};
       put_json(&rest, f->name + tail, end - tail);
       if (rest.failed) names->failed = 1;
-      else put(names, rest.p + 1, rest.len - 1);
+      else kf_outbuf_put(names, rest.p + 1, rest.len - 1);
       free(rest.p);
     }
   }
-  puts_(names, "]");
+  kf_outbuf_puts(names, "]");
 }
 
 int kf_flamehtml_data(const char *folded, size_t len, const kf_svg_opts_t *o,
@@ -175,7 +158,7 @@ int kf_flamehtml_data(const char *folded, size_t len, const kf_svg_opts_t *o,
   unsigned width = o->width ? o->width : 1200;
   if (width < KF_SVG_MIN_WIDTH) width = KF_SVG_MIN_WIDTH;
   double scale = t.nodes[0].total ? (double)(width - 2 * PAD_X) / (double)t.nodes[0].total : 0;
-  buf_t names = {0}, frames = {0}, b = {0};
+  kf_outbuf_t names = {0}, frames = {0}, b = {0};
   table_t table = {0};
   uint32_t *stack = NULL;
   uint64_t *gaps = NULL;
@@ -187,8 +170,8 @@ int kf_flamehtml_data(const char *folded, size_t len, const kf_svg_opts_t *o,
   if (!table.slots || kf_grow((void **)&stack, &stack_cap, 1, sizeof *stack, 256) ||
       kf_grow((void **)&gaps, &gaps_cap, 1, sizeof *gaps, 256))
     goto out;
-  puts_(&names, "[");
-  puts_(&frames, "[");
+  kf_outbuf_puts(&names, "[");
+  kf_outbuf_puts(&frames, "[");
   /* Depth first, children left to right, as src/svg.c's walk. */
   stack[n] = 0;
   gaps[n++] = 0;
@@ -202,13 +185,13 @@ int kf_flamehtml_data(const char *folded, size_t len, const kf_svg_opts_t *o,
     int added;
     long e = entry_of(&table, f, rgb, &added);
     if (added) put_entry(&names, f, rgb, o->cwd);
-    if (frames.len > 1) puts_(&frames, ",");
+    if (frames.len > 1) kf_outbuf_puts(&frames, ",");
     put_u64(&frames, f->depth);
-    puts_(&frames, ",");
+    kf_outbuf_puts(&frames, ",");
     put_u64(&frames, (unsigned long long)e);
-    puts_(&frames, ",");
+    kf_outbuf_puts(&frames, ",");
     put_u64(&frames, f->total);
-    puts_(&frames, ",");
+    kf_outbuf_puts(&frames, ",");
     put_u64(&frames, gap);
     st->drawn++;
     size_t first = n;
@@ -236,26 +219,26 @@ int kf_flamehtml_data(const char *folded, size_t len, const kf_svg_opts_t *o,
     }
     if (names.failed || frames.failed) goto out;
   }
-  puts_(&names, "]");
-  puts_(&frames, "]");
+  kf_outbuf_puts(&names, "]");
+  kf_outbuf_puts(&frames, "]");
 
   const char *title = o->title ? o->title : o->inverted ? "Icicle Graph" : "Flame Graph";
-  puts_(&b, "{\"v\":1,\"title\":");
+  kf_outbuf_puts(&b, "{\"v\":1,\"title\":");
   put_json(&b, title, strlen(title));
   if (o->subtitle) {
-    puts_(&b, ",\"subtitle\":");
+    kf_outbuf_puts(&b, ",\"subtitle\":");
     put_json(&b, o->subtitle, strlen(o->subtitle));
   }
   char nums[256];
   snprintf(nums, sizeof nums, ",\"width\":%u,\"inverted\":%d,\"total\":%llu,\"minwidth\":%g,\"merged\":[%llu,%llu]",
            width, o->inverted ? 1 : 0, (unsigned long long)t.nodes[0].total, o->minwidth,
            (unsigned long long)st->merged_frames, (unsigned long long)st->merged_samples);
-  puts_(&b, nums);
-  puts_(&b, ",\"names\":");
-  if (!names.failed) put(&b, names.p, names.len);
-  puts_(&b, ",\n\"frames\":");
-  if (!frames.failed) put(&b, frames.p, frames.len);
-  puts_(&b, "}");
+  kf_outbuf_puts(&b, nums);
+  kf_outbuf_puts(&b, ",\"names\":");
+  if (!names.failed) kf_outbuf_put(&b, names.p, names.len);
+  kf_outbuf_puts(&b, ",\n\"frames\":");
+  if (!frames.failed) kf_outbuf_put(&b, frames.p, frames.len);
+  kf_outbuf_puts(&b, "}");
   if (b.failed || names.failed || frames.failed) goto out;
   *out = b.p;
   *out_len = b.len;

@@ -10,6 +10,7 @@
 #include "flametree.h"
 #include "framelabel.h"
 #include "grow.h"
+#include "outbuf.h"
 #include "svgscript.h"
 #include "hash.h"
 
@@ -19,33 +20,15 @@
 #define CHAR_WIDTH (FONT_SIZE * 0.59) /* Verdana's average, as the script */
 #define NAME_MAX_BYTES KF_SVG_NAME_MAX_BYTES
 
-typedef struct buf {
-  char *p;
-  size_t len, cap;
-  int failed;
-} buf_t;
 
-static void put(buf_t *b, const char *s, size_t n) {
-  if (b->failed) return;
-  if (kf_grow((void **)&b->p, &b->cap, b->len + n + 1, 1, 1 << 16)) {
-    b->failed = 1;
-    return;
-  }
-  memcpy(b->p + b->len, s, n);
-  b->len += n;
-  b->p[b->len] = '\0';
-}
-
-static void puts_(buf_t *b, const char *s) { put(b, s, strlen(s)); }
-
-static void printf_(buf_t *b, const char *fmt, ...) {
+static void printf_(kf_outbuf_t *b, const char *fmt, ...) {
   char tmp[512];
   va_list ap;
   va_start(ap, fmt);
   int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
   va_end(ap);
   if (n < 0) b->failed = 1;
-  else put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+  else kf_outbuf_put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
 
 /* Length of the valid UTF-8 sequence at s (1-4), or 0 when invalid,
@@ -90,40 +73,40 @@ static int plain(unsigned char c) {
          c != '\'';
 }
 
-static void put_escaped(buf_t *b, const char *s, size_t n, size_t max_chars) {
+static void put_escaped(kf_outbuf_t *b, const char *s, size_t n, size_t max_chars) {
   size_t done = 0;
   for (size_t i = 0; i < n && done < max_chars; done++) {
     unsigned char c = (unsigned char)s[i];
     if (plain(c)) { /* a run of characters that need nothing: one copy */
       size_t j = i + 1;
       while (j < n && j - i < max_chars - done && plain((unsigned char)s[j])) j++;
-      put(b, s + i, j - i);
+      kf_outbuf_put(b, s + i, j - i);
       done += j - i - 1;
       i = j;
       continue;
     }
     if (c < 0x80) {
       switch (c) {
-        case '&': puts_(b, "&amp;"); break;
-        case '<': puts_(b, "&lt;"); break;
-        case '>': puts_(b, "&gt;"); break;
-        case '"': puts_(b, "&quot;"); break;
-        case '\'': puts_(b, "&#39;"); break;
-        default: put(b, c < 0x20 || c == 0x7f ? "?" : (const char *)s + i, 1);
+        case '&': kf_outbuf_puts(b, "&amp;"); break;
+        case '<': kf_outbuf_puts(b, "&lt;"); break;
+        case '>': kf_outbuf_puts(b, "&gt;"); break;
+        case '"': kf_outbuf_puts(b, "&quot;"); break;
+        case '\'': kf_outbuf_puts(b, "&#39;"); break;
+        default: kf_outbuf_put(b, c < 0x20 || c == 0x7f ? "?" : (const char *)s + i, 1);
       }
       i++;
       continue;
     }
     size_t k = kf_svg_utf8_len((const unsigned char *)s + i, n - i);
-    if (k) put(b, s + i, k);
-    else puts_(b, "\xEF\xBF\xBD");
+    if (k) kf_outbuf_put(b, s + i, k);
+    else kf_outbuf_puts(b, "\xEF\xBF\xBD");
     i += k ? k : 1;
   }
 }
 
 /* A frame's name, cut to NAME_MAX_BYTES with "..." so huge names cannot
  * blow up the document. */
-static void put_name(buf_t *b, const kf_ftnode_t *f) {
+static void put_name(kf_outbuf_t *b, const kf_ftnode_t *f) {
   size_t n = f->name_len;
   if (n <= NAME_MAX_BYTES) {
     put_escaped(b, f->name, n, (size_t)-1);
@@ -132,7 +115,7 @@ static void put_name(buf_t *b, const kf_ftnode_t *f) {
   size_t cut = NAME_MAX_BYTES;
   while (cut && ((unsigned char)f->name[cut] & 0xC0) == 0x80) cut--;
   put_escaped(b, f->name, cut, (size_t)-1);
-  puts_(b, "...");
+  kf_outbuf_puts(b, "...");
 }
 
 /* --- colours ------------------------------------------------------------ */
@@ -213,13 +196,13 @@ void kf_svg_colour(const kf_ftnode_t *f, unsigned char rgb[3]) {
 typedef struct render {
   const kf_flametree_t *t;
   const kf_svg_opts_t *o;
-  buf_t *b;
+  kf_outbuf_t *b;
   kf_svg_stats_t *st;
   double scale; /* pixels per sample */
   double minwidth;
   int height, bottom_pad;
   uint32_t drawn_depth;
-  buf_t label;     /* scratch: the label being drawn */
+  kf_outbuf_t label;     /* scratch: the label being drawn */
   uint32_t *stack; /* DFS */
   double *xs;
   size_t stack_cap, xs_cap;
@@ -236,20 +219,20 @@ static int frame_y(const render_t *r, uint32_t depth, int top) {
  * script, which reads the title, does the same). */
 static size_t label_of(render_t *r, const kf_ftnode_t *f, double w, int *cut_dots) {
   long fit = (long)((w - 3) / CHAR_WIDTH);
-  buf_t *l = &r->label;
+  kf_outbuf_t *l = &r->label;
   l->len = 0;
   *cut_dots = 0;
   if (fit < 3) return 0;
   if (f->name_len > NAME_MAX_BYTES) {
     size_t cut = NAME_MAX_BYTES;
     while (cut && ((unsigned char)f->name[cut] & 0xC0) == 0x80) cut--;
-    put(l, f->name, cut);
-    puts_(l, "...");
+    kf_outbuf_put(l, f->name, cut);
+    kf_outbuf_puts(l, "...");
   } else {
     size_t head, tail, end;
     kf_framelabel(f->name, f->name_len, r->o->cwd, &head, &tail, &end);
-    put(l, f->name, head);
-    put(l, f->name + tail, end - tail);
+    kf_outbuf_put(l, f->name, head);
+    kf_outbuf_put(l, f->name + tail, end - tail);
   }
   if (l->failed || l->len == 0) return 0;
   if (chars(l->p, l->len) <= (size_t)fit) return (size_t)-1;
@@ -262,11 +245,11 @@ static size_t label_of(render_t *r, const kf_ftnode_t *f, double w, int *cut_dot
  * zoom widens it): most frames of a big graph are that narrow. */
 static void put_frame(render_t *r, const kf_ftnode_t *f, double x, double w,
                       int y) {
-  buf_t *b = r->b;
+  kf_outbuf_t *b = r->b;
   unsigned char rgb[3];
   kf_svg_colour(f, rgb);
   double pct = r->t->nodes[0].total ? 100.0 * (double)f->total / (double)r->t->nodes[0].total : 0;
-  puts_(b, "<g><title>");
+  kf_outbuf_puts(b, "<g><title>");
   put_name(b, f);
   printf_(b, " (%llu samples, %.2f%%)</title><rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
              "height=\"%d\" fill=\"rgb(%u,%u,%u)\" rx=\"2\" ry=\"2\"/>",
@@ -277,10 +260,10 @@ static void put_frame(render_t *r, const kf_ftnode_t *f, double x, double w,
   if (max_chars) {
     printf_(b, "<text x=\"%.1f\" y=\"%.1f\">", x + 3, y + 10.5);
     put_escaped(b, r->label.p, r->label.len, max_chars);
-    if (dots) puts_(b, "..");
-    puts_(b, "</text>");
+    if (dots) kf_outbuf_puts(b, "..");
+    kf_outbuf_puts(b, "</text>");
   }
-  puts_(b, "</g>\n");
+  kf_outbuf_puts(b, "</g>\n");
 }
 
 /* First pass: how deep do drawn frames go (sets the image height). Second
@@ -333,12 +316,12 @@ static int walk(render_t *r, int draw, int top) {
   return 0;
 }
 
-static void put_text(buf_t *b, const char *id, const char *cls, double x,
+static void put_text(kf_outbuf_t *b, const char *id, const char *cls, double x,
                      double y, const char *text) {
   printf_(b, "<text id=\"%s\"%s%s%s x=\"%.1f\" y=\"%.1f\">", id, cls ? " class=\"" : "",
           cls ? cls : "", cls ? "\"" : "", x, y);
   put_escaped(b, text, strlen(text), (size_t)-1);
-  puts_(b, "</text>\n");
+  kf_outbuf_puts(b, "</text>\n");
 }
 
 int kf_svg_render(const char *folded, size_t len, const kf_svg_opts_t *o,
@@ -355,7 +338,7 @@ int kf_svg_render(const char *folded, size_t len, const kf_svg_opts_t *o,
   st->samples = t.nodes[0].total;
   st->frames = t.count - 1;
 
-  buf_t b = {0};
+  kf_outbuf_t b = {0};
   unsigned width = o->width ? o->width : 1200;
   /* Narrower than the margins, width - 2 * PAD_X wrapped around and drew
    * frames billions of pixels wide (found by fuzz_svg). */
@@ -375,19 +358,19 @@ int kf_svg_render(const char *folded, size_t len, const kf_svg_opts_t *o,
           "height=\"%d\" viewBox=\"0 0 %u %d\" data-inverted=\"%d\" data-cwd=\"",
           width, r.height, width, r.height, o->inverted ? 1 : 0);
   if (o->cwd) put_escaped(&b, o->cwd, strlen(o->cwd), (size_t)-1);
-  puts_(&b, "\">\n<style>");
-  puts_(&b, kf_svg_style);
-  puts_(&b, "</style>\n<script><![CDATA[\n");
-  puts_(&b, kf_svg_script);
-  puts_(&b, "]]></script>\n");
+  kf_outbuf_puts(&b, "\">\n<style>");
+  kf_outbuf_puts(&b, kf_svg_style);
+  kf_outbuf_puts(&b, "</style>\n<script><![CDATA[\n");
+  kf_outbuf_puts(&b, kf_svg_script);
+  kf_outbuf_puts(&b, "]]></script>\n");
   printf_(&b, "<rect width=\"100%%\" height=\"100%%\" fill=\"#f8f8f8\"/>\n");
   /* Every frame inside one group: Chromium lays out thousands of children
    * of the root <svg> in time that grows with the square of their number
    * (a 37,875-frame graph took 33 s to open, 3.7 s once in a group). */
-  puts_(&b, "<g id=\"frames\">\n");
+  kf_outbuf_puts(&b, "<g id=\"frames\">\n");
   rc = walk(&r, 1, top);
   if (rc) goto out;
-  puts_(&b, "</g>\n");
+  kf_outbuf_puts(&b, "</g>\n");
   /* After the frames, so drawn over them: the script moves these two with
    * the scroll of a graph taller than the window, to stay in view. */
   printf_(&b, "<g id=\"header\"><rect width=\"100%%\" height=\"%d\" fill=\"#f8f8f8\"/>\n", top - 6);
@@ -395,7 +378,7 @@ int kf_svg_render(const char *folded, size_t len, const kf_svg_opts_t *o,
   if (o->subtitle) put_text(&b, "subtitle", NULL, width / 2.0, 42, o->subtitle);
   put_text(&b, "unzoom", "button hide", PAD_X, 24, "Reset Zoom");
   put_text(&b, "search", "button", width - PAD_X - 100, 24, "Search");
-  puts_(&b, "</g>\n");
+  kf_outbuf_puts(&b, "</g>\n");
   printf_(&b, "<g id=\"footer\"><rect y=\"%d\" width=\"100%%\" height=\"%d\" fill=\"#f8f8f8\"/>\n",
           r.height - r.bottom_pad + 2, r.bottom_pad - 2);
   put_text(&b, "details", NULL, PAD_X, r.height - 17, " ");
@@ -406,8 +389,8 @@ int kf_svg_render(const char *folded, size_t len, const kf_svg_opts_t *o,
              (unsigned long long)st->merged_frames, (unsigned long long)st->merged_samples, o->minwidth);
     put_text(&b, "merged", NULL, PAD_X, r.height - 3, note);
   }
-  puts_(&b, "</g>\n");
-  puts_(&b, "</svg>\n");
+  kf_outbuf_puts(&b, "</g>\n");
+  kf_outbuf_puts(&b, "</svg>\n");
   if (b.failed) {
     rc = -ENOMEM;
     goto out;
