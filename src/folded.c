@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* qsort_r */
 #include "folded.h"
 
 #include "addrmap.h"
@@ -5,229 +6,225 @@
 
 #include <errno.h>
 #include <linux/perf_event.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+
+/* A fold works on names, not on text: every distinct name is sanitised once
+ * into `pool`, each stack becomes a run of name indices, and the lines are
+ * sorted and merged by comparing those runs as the text they stand for.
+ * The text is written once, at its exact size, in sorted order. Building
+ * each line's text first and sorting that (as before) wrote the profile's
+ * bytes twice into fresh memory: at stop() of a large profile most of the
+ * time went to the page faults. */
+
+typedef struct name {
+  uint32_t off, len; /* in pool */
+} name_t;
 
 typedef struct line {
-  const char *text; /* "root;...;leaf", no count, not NUL-terminated */
-  size_t len;
-  uint64_t count;
+  size_t first;   /* index in pieces */
+  uint32_t n;     /* names in the line, root first */
   uint32_t stack; /* index in kf_stacks */
+  uint64_t count;
 } line_t;
 
-typedef struct buf {
-  char *p;
-  size_t len, cap;
-} buf_t;
+typedef struct fold {
+  const kf_fold_names_t *names;
+  kf_addrmap_t by_frame;  /* (ip, kernel) -> name index */
+  kf_addrmap_t by_thread; /* tid -> name index */
+  char *pool;
+  size_t pool_len, pool_cap;
+  name_t *table;
+  size_t table_len, table_cap;
+  uint32_t *pieces; /* every line's name indices, one after another */
+  size_t pieces_len, pieces_cap;
+  uint32_t unknown, offcpu, idle, truncated; /* fixed names' indices */
+} fold_t;
 
-/* Room for `more` bytes and a terminating NUL. */
-static int buf_reserve(buf_t *b, size_t more) {
-  return kf_grow((void **)&b->p, &b->cap, b->len + more + 1, 1, 4096);
-}
-
-/* Room for one more frame of n bytes after a ';' (none before the first):
- * where to write it, or NULL for lack of memory. The caller adds n to len. */
-static char *buf_next_frame(buf_t *b, size_t n) {
-  if (buf_reserve(b, n + 1)) return NULL;
-  if (b->len) b->p[b->len++] = ';';
-  b->p[b->len + n] = '\0';
-  return b->p + b->len;
-}
-
-/* Appends one already sanitised frame. */
-static int buf_append(buf_t *b, const char *name, size_t n) {
-  char *dst = buf_next_frame(b, n);
-  if (!dst) return -ENOMEM;
-  memcpy(dst, name, n);
-  b->len += n;
-  return 0;
-}
-
-static int buf_frame(buf_t *b, const char *name) {
-  /* An empty frame would make the line unreadable ("a;;b" is a bad line). */
+/* Adds a name (sanitised into the pool) and gives its index. An empty name
+ * would make the line unreadable ("a;;b" is a bad line): it is "[unknown]". */
+static int add_name(fold_t *f, const char *name, uint32_t *index) {
   if (!name || !*name) name = "[unknown]";
   size_t n = strlen(name);
-  char *dst = buf_next_frame(b, n);
-  if (!dst) return -ENOMEM;
-  b->len += kf_fold_sanitize(dst, name, n);
-  return 0;
-}
-
-/* Each address is named and sanitised once per fold, however many stacks
- * hold it: a profile of 100,000 distinct stacks names millions of frames
- * from a few thousand addresses. (ip, kernel) -> the sanitised name in
- * `pool`, as offset << 32 | length. */
-typedef struct name_cache {
-  kf_addrmap_t names;
-  buf_t pool;
-} name_cache_t;
-
-/* Appends the frame of (ip, kernel) to b, naming it on first sight. */
-static int cached_frame(name_cache_t *c, const kf_fold_names_t *names,
-                        uint64_t ip, int kernel, buf_t *b) {
-  uint64_t at;
-  if (kf_addrmap_get(&c->names, ip, kernel, &at))
-    return buf_append(b, c->pool.p + (at >> 32), (uint32_t)at);
-  const char *name = names->frame(names->ctx, ip, kernel);
-  if (!name || !*name) name = "[unknown]";
-  size_t n = strlen(name);
-  if (n > UINT32_MAX || c->pool.len + n > UINT32_MAX || buf_reserve(&c->pool, n))
+  if (n > UINT32_MAX || f->pool_len + n > UINT32_MAX ||
+      kf_grow((void **)&f->pool, &f->pool_cap, f->pool_len + n, 1, 4096) ||
+      kf_grow((void **)&f->table, &f->table_cap, f->table_len + 1, sizeof(name_t), 256))
     return -ENOMEM;
-  size_t off = c->pool.len;
-  c->pool.len += kf_fold_sanitize(c->pool.p + off, name, n);
-  if (kf_addrmap_put(&c->names, ip, kernel, (uint64_t)off << 32 | n)) return -ENOMEM;
-  return buf_append(b, c->pool.p + off, n);
+  f->table[f->table_len] = (name_t){.off = (uint32_t)f->pool_len, .len = (uint32_t)n};
+  f->pool_len += kf_fold_sanitize(f->pool + f->pool_len, name, n);
+  *index = (uint32_t)f->table_len++;
+  return 0;
 }
 
-/* The lines' texts, in chunks mapped apart from the heap: when the text is
- * made they go back to the system at once, where freed heap blocks would
- * stay in the process (a big profile's names would be held twice). */
-typedef struct arena_chunk {
-  struct arena_chunk *next;
-  size_t used, cap; /* bytes after the header */
-} arena_chunk_t;
+static int push_piece(fold_t *f, uint32_t index) {
+  if (kf_grow((void **)&f->pieces, &f->pieces_cap, f->pieces_len + 1, sizeof(uint32_t), 4096))
+    return -ENOMEM;
+  f->pieces[f->pieces_len++] = index;
+  return 0;
+}
 
-#define ARENA_CHUNK ((size_t)4 << 20)
-
-static char *arena_copy(arena_chunk_t **arena, const char *p, size_t n) {
-  arena_chunk_t *c = *arena;
-  if (!c || c->cap - c->used < n) {
-    size_t cap = n > ARENA_CHUNK ? n : ARENA_CHUNK;
-    void *m = mmap(NULL, sizeof(*c) + cap, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) return NULL;
-    c = m;
-    *c = (arena_chunk_t){.next = *arena, .cap = cap};
-    *arena = c;
+/* The name index of (ip, kernel), naming it on first sight: an address is
+ * named and sanitised once per fold however many stacks hold it. */
+static int frame_piece(fold_t *f, uint64_t ip, int kernel) {
+  uint64_t index;
+  if (!kf_addrmap_get(&f->by_frame, ip, kernel, &index)) {
+    uint32_t i;
+    if (add_name(f, f->names->frame(f->names->ctx, ip, kernel), &i) ||
+        kf_addrmap_put(&f->by_frame, ip, kernel, i))
+      return -ENOMEM;
+    index = i;
   }
-  char *dst = (char *)(c + 1) + c->used;
-  memcpy(dst, p, n);
-  c->used += n;
-  return dst;
+  return push_piece(f, (uint32_t)index);
 }
 
-static void arena_free(arena_chunk_t *c) {
-  while (c) {
-    arena_chunk_t *next = c->next;
-    munmap(c, sizeof(*c) + c->cap);
-    c = next;
+static int thread_piece(fold_t *f, uint32_t tid) {
+  uint64_t index;
+  if (!kf_addrmap_get(&f->by_thread, tid, 0, &index)) {
+    uint32_t i;
+    if (add_name(f, f->names->thread(f->names->ctx, tid), &i) ||
+        kf_addrmap_put(&f->by_thread, tid, 0, i))
+      return -ENOMEM;
+    index = i;
   }
+  return push_piece(f, (uint32_t)index);
 }
 
-static int by_text(const void *a, const void *b) {
-  const line_t *x = a, *y = b;
-  size_t n = x->len < y->len ? x->len : y->len;
-  int c = memcmp(x->text, y->text, n);
-  if (c) return c;
-  return x->len < y->len ? -1 : x->len > y->len;
-}
-
-/* One stack, root first. perf writes the callchain leaf first, each context
- * announced by a marker: [KERNEL, k_leaf .. k_outer, USER, u_leaf .. u_outer].
- * Reading it backwards gives user frames outermost first, then kernel ones. */
-static int fold_one(const kf_stack_t *st, const kf_fold_names_t *names,
-                    name_cache_t *cache, buf_t *b, unsigned char *ctx_of) {
-  unsigned char ctx = 0; /* 0 unknown, 1 kernel, 2 user, 3 skipped (guest) */
+/* One stack's names, root first. perf writes the callchain leaf first, each
+ * context announced by a marker: [KERNEL, k_leaf .. k_outer, USER, u_leaf ..
+ * u_outer]. Reading it backwards gives user frames outermost first, then
+ * kernel ones. ctx_of holds each entry's context: 0 none (a marker), 1
+ * kernel, 2 user, 3 skipped (guest). */
+static int stack_pieces(fold_t *f, const kf_stack_t *st, unsigned char *ctx_of) {
+  unsigned char ctx = 0;
   uint32_t frames = 0;
-  const char *waited = NULL; /* off-CPU: the frame under the root */
+  int waited = -1; /* off-CPU: the name under the root */
   for (uint32_t i = 0; i < st->nr; i++) {
     uint64_t ip = st->ips[i];
+    ctx_of[i] = 0;
     if (ip == KF_CONTEXT_OFFCPU || ip == KF_CONTEXT_IDLE) {
-      waited = ip == KF_CONTEXT_IDLE ? "(idle)" : "[off-cpu]";
-      ctx_of[i] = 0;
-      continue;
+      waited = (int)(ip == KF_CONTEXT_IDLE ? f->idle : f->offcpu);
+    } else if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
+      ctx = ip == (uint64_t)PERF_CONTEXT_KERNEL ? 1 : ip == (uint64_t)PERF_CONTEXT_USER ? 2 : 3;
+    } else {
+      ctx_of[i] = ctx == 0 ? 2 : ctx;
+      frames++;
     }
-    if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
-      ctx = ip == (uint64_t)PERF_CONTEXT_KERNEL ? 1
-            : ip == (uint64_t)PERF_CONTEXT_USER ? 2
-                                                : 3;
-      ctx_of[i] = 0;
-      continue;
-    }
-    ctx_of[i] = ctx == 0 ? 2 : ctx;
-    frames++;
   }
-  b->len = 0;
-  if (buf_frame(b, names->thread(names->ctx, st->tid))) return -ENOMEM;
-  if (waited && buf_frame(b, waited)) return -ENOMEM;
-  if (names->max_frames && frames >= names->max_frames &&
-      buf_frame(b, "[truncated]"))
+  if (thread_piece(f, st->tid)) return -ENOMEM;
+  if (waited >= 0 && push_piece(f, (uint32_t)waited)) return -ENOMEM;
+  if (f->names->max_frames && frames >= f->names->max_frames && push_piece(f, f->truncated))
     return -ENOMEM;
-  for (uint32_t i = st->nr; i-- > 0;) {
-    if (ctx_of[i] != 1 && ctx_of[i] != 2) continue;
-    if (cached_frame(cache, names, st->ips[i], ctx_of[i] == 1, b)) return -ENOMEM;
-  }
+  for (uint32_t i = st->nr; i-- > 0;)
+    if ((ctx_of[i] == 1 || ctx_of[i] == 2) && frame_piece(f, st->ips[i], ctx_of[i] == 1))
+      return -ENOMEM;
   return 0;
+}
+
+/* Compares two lines as their texts "a;b;c" compare (memcmp order), name
+ * by name: a shared index is a shared name, skipped at once. Names hold no
+ * ';' (sanitised), so where one name is a prefix of the other, the shorter
+ * line's next byte is its ';' (or its end) against a name byte. */
+static int by_text(const void *pa, const void *pb, void *arg) {
+  const fold_t *f = arg;
+  const line_t *x = pa, *y = pb;
+  const uint32_t *a = f->pieces + x->first, *b = f->pieces + y->first;
+  uint32_t n = x->n < y->n ? x->n : y->n;
+  for (uint32_t i = 0; i < n; i++) {
+    if (a[i] == b[i]) continue;
+    const name_t *na = &f->table[a[i]], *nb = &f->table[b[i]];
+    uint32_t len = na->len < nb->len ? na->len : nb->len;
+    int c = memcmp(f->pool + na->off, f->pool + nb->off, len);
+    if (c) return c;
+    if (na->len == nb->len) continue; /* two indices, one text */
+    if (na->len < nb->len) {
+      int next = i + 1 < x->n ? ';' : -1;
+      return next < (unsigned char)f->pool[nb->off + len] ? -1 : 1;
+    }
+    int next = i + 1 < y->n ? ';' : -1;
+    return (unsigned char)f->pool[na->off + len] < next ? -1 : 1;
+  }
+  return x->n < y->n ? -1 : x->n > y->n;
+}
+
+static size_t line_bytes(const fold_t *f, const line_t *l) {
+  size_t bytes = l->n ? l->n - 1 : 0; /* the ';'s */
+  for (uint32_t i = 0; i < l->n; i++) bytes += f->table[f->pieces[l->first + i]].len;
+  return bytes;
+}
+
+static int fixed_names(fold_t *f) {
+  return add_name(f, "[unknown]", &f->unknown) || add_name(f, "[off-cpu]", &f->offcpu) ||
+                 add_name(f, "(idle)", &f->idle) || add_name(f, "[truncated]", &f->truncated)
+             ? -ENOMEM
+             : 0;
 }
 
 int kf_fold(const kf_stacks_t *stacks, const kf_fold_names_t *names,
             char **out, size_t *len, uint32_t *line_of_stack) {
   size_t n = kf_stacks_count(stacks);
+  fold_t f = {.names = names};
   line_t *lines = calloc(n ? n : 1, sizeof(line_t));
-  buf_t b = {0}, text = {0};
-  arena_chunk_t *arena = NULL;
-  name_cache_t cache = {0};
   unsigned char *ctx_of = NULL;
-  size_t ctx_cap = 0, made = 0;
+  size_t ctx_cap = 0;
+  char *text = NULL;
   int rc = -ENOMEM;
-  if (!lines) goto out;
+  if (!lines || fixed_names(&f)) goto out;
 
   for (size_t i = 0; i < n; i++) {
     kf_stack_t st;
     kf_stacks_get(stacks, i, &st);
-    if (st.nr > ctx_cap) {
-      free(ctx_of);
-      ctx_cap = st.nr * 2;
-      if (!(ctx_of = malloc(ctx_cap))) goto out;
-    }
-    if (fold_one(&st, names, &cache, &b, ctx_of)) goto out;
-    if (!(lines[made].text = arena_copy(&arena, b.p, b.len))) goto out;
-    lines[made].len = b.len;
-    lines[made].count = st.count;
-    lines[made].stack = (uint32_t)i;
-    made++;
+    if (kf_grow((void **)&ctx_of, &ctx_cap, st.nr, 1, 256)) goto out;
+    lines[i].first = f.pieces_len;
+    if (stack_pieces(&f, &st, ctx_of)) goto out;
+    lines[i].n = (uint32_t)(f.pieces_len - lines[i].first);
+    lines[i].stack = (uint32_t)i;
+    lines[i].count = st.count;
   }
-  qsort(lines, made, sizeof(line_t), by_text);
+  qsort_r(lines, n, sizeof(line_t), by_text, &f);
 
   /* Equal lines (stacks that name alike) merge into the first of their run;
-   * each stack learns its line. Then the text is sized exactly: no doubling
-   * buffer beside the lines. */
+   * each stack learns its line. Then the text is sized exactly. */
   size_t unique = 0, total = 0;
   char count_buf[32];
-  for (size_t i = 0; i < made; unique++) {
+  for (size_t i = 0; i < n; unique++) {
     line_t run = lines[i];
     if (line_of_stack) line_of_stack[run.stack] = (uint32_t)unique;
     size_t j = i + 1;
-    for (; j < made && by_text(&run, &lines[j]) == 0; j++) {
+    for (; j < n && by_text(&run, &lines[j], &f) == 0; j++) {
       run.count += lines[j].count;
       if (line_of_stack) line_of_stack[lines[j].stack] = (uint32_t)unique;
     }
     lines[unique] = run;
-    total += run.len + (size_t)snprintf(count_buf, sizeof count_buf, " %llu\n",
-                                        (unsigned long long)run.count);
+    total += line_bytes(&f, &run) + (size_t)snprintf(count_buf, sizeof count_buf, " %llu\n",
+                                                     (unsigned long long)run.count);
     i = j;
   }
-  if (!(text.p = malloc(total + 1))) goto out;
+  if (!(text = malloc(total + 1))) goto out;
+  size_t at = 0;
   for (size_t i = 0; i < unique; i++) {
-    memcpy(text.p + text.len, lines[i].text, lines[i].len);
-    text.len += lines[i].len;
-    text.len += (size_t)snprintf(text.p + text.len, total + 1 - text.len, " %llu\n",
-                                 (unsigned long long)lines[i].count);
+    const line_t *l = &lines[i];
+    for (uint32_t k = 0; k < l->n; k++) {
+      const name_t *name = &f.table[f.pieces[l->first + k]];
+      if (k) text[at++] = ';';
+      memcpy(text + at, f.pool + name->off, name->len);
+      at += name->len;
+    }
+    at += (size_t)snprintf(text + at, total + 1 - at, " %llu\n", (unsigned long long)l->count);
   }
-  text.p[text.len] = '\0';
-  *out = text.p;
-  *len = text.len;
-  text.p = NULL;
+  text[at] = '\0';
+  *out = text;
+  *len = at;
+  text = NULL;
   rc = 0;
 out:
-  arena_free(arena);
-  kf_addrmap_clear(&cache.names);
-  free(cache.pool.p);
+  kf_addrmap_clear(&f.by_frame);
+  kf_addrmap_clear(&f.by_thread);
+  free(f.pool);
+  free(f.table);
+  free(f.pieces);
   free(lines);
-  free(b.p);
-  free(text.p);
   free(ctx_of);
+  free(text);
   return rc;
 }

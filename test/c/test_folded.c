@@ -189,6 +189,63 @@ static void folds_name_each_address_once(void) {
   kf_stacks_free(s);
 }
 
+
+/* Names that are prefixes of one another, with bytes below and above ';'
+ * after the shared part ("a" "a.b" "ab" "a<" "a;x" which becomes "a:x"),
+ * and two addresses with one name: the lines come out in the order of
+ * their texts (memcmp), each text once, every sample counted once. The
+ * fold compares names, not built lines, so this is where it could go
+ * wrong. */
+static const char *prefix_frame(void *ctx, uint64_t ip, int kernel) {
+  (void)ctx;
+  (void)kernel;
+  static const char *names[] = {"a", "a.b", "ab", "a<", "a;x", "a:x", "", "b", "a"};
+  return names[ip % 9];
+}
+
+static void folds_in_text_order_with_prefix_names(void) {
+  kf_stacks_t *s = kf_stacks_new();
+  uint64_t seed = 42, samples = 0;
+  for (int i = 0; i < 3000; i++) {
+    uint64_t ips[6] = {U};
+    uint32_t nr = 1 + (uint32_t)(i % 5);
+    for (uint32_t k = 1; k <= nr; k++) {
+      seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+      ips[k] = 0x1000 + (seed >> 33) % 9;
+    }
+    CHECK(kf_stacks_add(s, 1 + (uint32_t)(i % 2), (uint64_t)i, ips, nr + 1) == 0);
+    samples++;
+  }
+  kf_fold_names_t names = {.frame = prefix_frame, .thread = thread};
+  char *out;
+  size_t len;
+  uint32_t *line_of = malloc(kf_stacks_count(s) * sizeof(uint32_t));
+  CHECK(kf_fold(s, &names, &out, &len, line_of) == 0);
+  const char *prev = NULL;
+  size_t prev_len = 0, lines = 0;
+  uint64_t total = 0;
+  for (const char *p = out; *p; lines++) {
+    const char *nl = strchr(p, '\n');
+    const char *sp = nl - 1;
+    while (*sp != ' ') sp--;
+    size_t n = (size_t)(sp - p);
+    total += strtoull(sp + 1, NULL, 10);
+    if (prev) {
+      size_t m = n < prev_len ? n : prev_len;
+      int c = memcmp(prev, p, m);
+      CHECK(c < 0 || (c == 0 && prev_len < n)); /* strictly increasing */
+    }
+    prev = p;
+    prev_len = n;
+    p = nl + 1;
+  }
+  CHECK_EQ_U64(total, samples);
+  for (size_t i = 0; i < kf_stacks_count(s); i++) CHECK(line_of[i] < lines);
+  free(line_of);
+  free(out);
+  kf_stacks_free(s);
+}
+
 static const kftest_case_t cases[] = {
     {"stacks: count duplicates per thread", stacks_count_duplicates},
     {"stacks: grow past rehash", stacks_grow_past_rehash},
@@ -199,6 +256,7 @@ static const kftest_case_t cases[] = {
     {"folded: mark truncated, skip guest frames", folds_mark_truncated_and_skip_guest},
     {"folded: empty profile", folds_nothing},
     {"folded: each address named once", folds_name_each_address_once},
+    {"folded: text order with names that prefix others", folds_in_text_order_with_prefix_names},
     {NULL, NULL},
 };
 
