@@ -8,7 +8,7 @@
 // one stack per line, root first, frames joined by ';', then a space and the
 // count. Frame names may hold spaces but never ';' nor a line break. The
 // rules are the C renderer's (src/flametree.c split_count) and the C
-// folder's (src/folded.h kf_fold_sanitize), so a text reads the same in C
+// folder's (src/util/framename.h kf_fold_sanitize), so a text reads the same in C
 // and in JS. Everything here is linear in its input: no regular expression
 // that can backtrack over a run of spaces. Pure; called on any JS thread.
 
@@ -17,7 +17,7 @@
 // test is exact.
 const MAX_DIGITS = 18
 
-// src/folded.h kf_fold_sanitize: ';' (the frame separator) becomes ':', and
+// src/util/framename.h kf_fold_sanitize: ';' (the frame separator) becomes ':', and
 // control characters (C0 and DEL, whose UTF-8 bytes are the same) become a
 // space, so a name can never split a frame or a line. test/foldedtext.test.js
 // checks this against the C rule on the same names.

@@ -12,17 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dwarfunwind.h"
-#include "error.h"
-#include "jithook.h"
-#include "labels.h"
-#include "perfmap.h"
+#include "unwind/dwarfunwind.h"
+#include "util/error.h"
+#include "jit/jithook.h"
+#include "collect/labels.h"
+#include "jit/perfmap.h"
 #include "profiler.h"
-#include "readfile.h"
-#include "safefile.h"
-#include "sigwatch.h"
-#include "svg.h"
-#include "flamehtml.h"
+#include "util/readfile.h"
+#include "util/safefile.h"
+#include "util/sigwatch.h"
+#include "render/svg.h"
+#include "render/flamehtml.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static kf_profiler_t *profiler;
@@ -715,7 +715,7 @@ static napi_value js_render_svg(napi_env env, napi_callback_info info) {
   return render_string(env, info, 0);
 }
 
-/* htmlData(folded, options) -> { data, stats }: src/flamehtml.h's JSON. */
+/* htmlData(folded, options) -> { data, stats }: src/render/flamehtml.h's JSON. */
 static napi_value js_html_data(napi_env env, napi_callback_info info) {
   return render_string(env, info, 1);
 }
@@ -744,7 +744,7 @@ static napi_value js_profile_html_data(napi_env env, napi_callback_info info) {
   return render_profile(env, info, 1);
 }
 
-/* Renders folded[0..len) into the file `path` (src/safefile.h's rules;
+/* Renders folded[0..len) into the file `path` (src/util/safefile.h's rules;
  * 0644, as any file a user writes: the SVG is for others to open) ->
  * stats, or NULL with an error thrown. */
 static napi_value svg_to_file(napi_env env, const char *folded, size_t len,

@@ -11,15 +11,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "collector.h"
-#include "error.h"
-#include "folded.h"
-#include "jitframes.h"
-#include "jithook.h"
-#include "perfmap.h"
-#include "symbolizer.h"
-#include "threadrole.h"
+#include "util/clock.h"
+#include "collect/collector.h"
+#include "util/error.h"
+#include "render/folded.h"
+#include "jit/jitframes.h"
+#include "jit/jithook.h"
+#include "jit/perfmap.h"
+#include "symbols/symbolizer.h"
+#include "collect/threadrole.h"
 
 struct kf_profiler {
   kf_symbolizer_t *symbolizer; /* kept across sessions: ELF tables are costly */

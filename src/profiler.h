@@ -10,13 +10,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "codemap.h"
-#include "dwarfunwind.h"
-#include "sampler.h"
-#include "symbolizer.h"
-#include "timeline.h"
-#include "timersampler.h"
-#include "v8frames.h"
+#include "jit/codemap.h"
+#include "unwind/dwarfunwind.h"
+#include "sample/sampler.h"
+#include "symbols/symbolizer.h"
+#include "collect/timeline.h"
+#include "sample/timersampler.h"
+#include "jit/v8frames.h"
 
 /* Which sampler runs: perf events, or per-thread CPU-time timers where
  * perf_event_open is refused (timersampler.h). AUTO tries perf first. */

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/codemap.h"
-#include "../../src/jitframes.h"
-#include "../../src/jitname.h"
+#include "jit/codemap.h"
+#include "jit/jitframes.h"
+#include "jit/jitname.h"
 #include "kftest.h"
 
 static const char *name_at(kf_codemap_t *m, uint64_t addr, uint64_t t) {

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../src/collector.h"
-#include "../../src/timersampler.h"
+#include "collect/collector.h"
+#include "sample/timersampler.h"
 #include "kftest.h"
 
 static int stop_spinning; /* atomic */

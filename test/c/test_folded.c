@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../src/folded.h"
-#include "../../src/stacks.h"
+#include "render/folded.h"
+#include "collect/stacks.h"
 #include "kftest.h"
 
 #define K ((uint64_t)PERF_CONTEXT_KERNEL)

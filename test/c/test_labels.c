@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../src/labels.h"
+#include "collect/labels.h"
 #include "kftest.h"
 
 #define OPEN(s) kf_labels_open(s, strlen(s))

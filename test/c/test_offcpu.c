@@ -8,9 +8,9 @@
 
 #include <linux/perf_event.h>
 
-#include "../../src/folded.h"
-#include "../../src/offcpu.h"
-#include "../../src/stacks.h"
+#include "render/folded.h"
+#include "sample/offcpu.h"
+#include "collect/stacks.h"
 #include "kftest.h"
 
 #define MS 1000000ULL

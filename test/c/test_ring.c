@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../src/ring.h"
+#include "sample/ring.h"
 #include "kftest.h"
 
 #define PAGE 4096

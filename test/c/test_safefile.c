@@ -14,9 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../src/error.h"
-#include "../../src/readfile.h"
-#include "../../src/safefile.h"
+#include "util/error.h"
+#include "util/readfile.h"
+#include "util/safefile.h"
 #include "kftest.h"
 
 #define VICTIM "precious bytes, not to be overwritten\n"

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/flametree.h"
-#include "../../src/flamehtml.h"
-#include "../../src/framelabel.h"
-#include "../../src/svg.h"
+#include "render/flametree.h"
+#include "render/flamehtml.h"
+#include "render/framelabel.h"
+#include "render/svg.h"
 #include "kftest.h"
 
 static const kf_ftnode_t *find(const kf_flametree_t *t, uint32_t parent,
@@ -231,7 +231,7 @@ static void svg_renders_on_threads_at_once(void) {
   free(big);
 }
 
-/* The label rule of src/framelabel.h, case by case (the browser tests check
+/* The label rule of src/render/framelabel.h, case by case (the browser tests check
  * the script's copy against the labels drawn here). */
 static void label_is(const char *name, const char *cwd, const char *want) {
   size_t head, tail, end;

@@ -10,14 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../src/debugfile.h"
-#include "../../src/elfsyms.h"
-#include "../../src/kallsyms.h"
-#include "../../src/namer.h"
-#include "../../src/procmaps.h"
-#include "../../src/symbolizer.h"
-#include "../../src/symtab.h"
-#include "../../src/threadrole.h"
+#include "symbols/debugfile.h"
+#include "symbols/elfsyms.h"
+#include "symbols/kallsyms.h"
+#include "collect/namer.h"
+#include "symbols/procmaps.h"
+#include "symbols/symbolizer.h"
+#include "symbols/symtab.h"
+#include "collect/threadrole.h"
 #include "kftest.h"
 
 static char *name_at(const kf_symtab_t *t, uint64_t addr) {

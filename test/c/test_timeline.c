@@ -5,9 +5,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../src/aggregate.h"
-#include "../../src/folded.h"
-#include "../../src/timeline.h"
+#include "collect/aggregate.h"
+#include "render/folded.h"
+#include "collect/timeline.h"
 #include "kftest.h"
 
 #define U ((uint64_t)PERF_CONTEXT_USER)

@@ -17,10 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../src/dwarfunwind.h"
-#include "../../src/error.h"
-#include "../../src/ring.h"
-#include "../../src/timersampler.h"
+#include "unwind/dwarfunwind.h"
+#include "util/error.h"
+#include "sample/ring.h"
+#include "sample/timersampler.h"
 #include "kftest.h"
 
 #define MAX_TIDS 64

@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/codemap.h"
-#include "../../src/jitframes.h"
-#include "../../src/jitname.h"
-#include "../../src/procmaps.h"
-#include "../../src/userstack.h"
-#include "../../src/v8frames.h"
+#include "jit/codemap.h"
+#include "jit/jitframes.h"
+#include "jit/jitname.h"
+#include "symbols/procmaps.h"
+#include "unwind/userstack.h"
+#include "jit/v8frames.h"
 #include "kftest.h"
 
 #define SP 0x7ffd0000ULL

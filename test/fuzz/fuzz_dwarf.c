@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/dwarfunwind.h"
-#include "../../src/userstack.h"
+#include "unwind/dwarfunwind.h"
+#include "unwind/userstack.h"
 
 #define FUZZ_TARGET "fuzz_dwarf"
 #include "fuzz.h"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/elfsyms.h"
+#include "symbols/elfsyms.h"
 
 #define FUZZ_TARGET "fuzz_elf"
 #include "fuzz.h"

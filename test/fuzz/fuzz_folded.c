@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/flametree.h"
+#include "render/flametree.h"
 
 #define FUZZ_TARGET "fuzz_folded"
 #include "fuzz.h"

@@ -18,10 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/flametree.h"
-#include "../../src/folded.h"
-#include "../../src/ring.h"
-#include "../../src/stacks.h"
+#include "render/flametree.h"
+#include "render/folded.h"
+#include "sample/ring.h"
+#include "collect/stacks.h"
 
 #define PAGE 4096
 

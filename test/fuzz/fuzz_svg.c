@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/flamehtml.h"
-#include "../../src/svg.h"
+#include "render/flamehtml.h"
+#include "render/svg.h"
 
 #define FUZZ_TARGET "fuzz_svg"
 #include "fuzz.h"

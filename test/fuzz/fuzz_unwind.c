@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/codemap.h"
-#include "../../src/jitframes.h"
-#include "../../src/jitname.h"
-#include "../../src/userstack.h"
-#include "../../src/v8frames.h"
+#include "jit/codemap.h"
+#include "jit/jitframes.h"
+#include "jit/jitname.h"
+#include "unwind/userstack.h"
+#include "jit/v8frames.h"
 
 #define FUZZ_TARGET "fuzz_unwind"
 #include "fuzz.h"

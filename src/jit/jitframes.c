@@ -1,0 +1,353 @@
+#include "jit/jitframes.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/grow.h"
+#include "util/hash.h"
+
+#define TOKEN_BASE 0xfffe000000000000ULL
+#define TOKEN_MASK 0xffff000000000000ULL
+#define NAME_BYTES 1024
+#define MAX_ALIASES 8
+
+typedef struct jit_name {
+  char *merged; /* "foo a.js:1:2_[j]", or _[i] when inlined */
+  char *tiered; /* "~foo a.js:1:2_[j]" */
+  uint64_t hash;
+  char tier;
+} jit_name_t;
+
+struct kf_jitframes {
+  kf_codemap_t *map;
+  const kf_v8layout_t *layout;
+  kf_jitframes_stats_t stats;
+  uint64_t *fps; /* frame pointers of the sample being resolved */
+  size_t fps_cap;
+  kf_code_alias_t aliases[MAX_ALIASES];
+  size_t naliases;
+  kf_funcpos_t *funcpos; /* small functions' source offsets, or NULL */
+  jit_name_t *names;
+  size_t nnames, names_cap;
+  uint32_t *slots; /* open addressing: name index + 1, 0 when empty */
+  size_t nslots;
+};
+
+/* FNV-1a over the name, seeded by the tier and whether it is inlined */
+static uint64_t hash_name(const char *s, char tier, int inlined) {
+  return kf_fnv_str((KF_FNV_OFFSET ^ (unsigned char)tier) + (uint64_t)inlined, s);
+}
+
+void kf_jitframes_inlining(kf_jitframes_t *j, kf_funcpos_t *funcpos) {
+  j->funcpos = funcpos;
+}
+
+kf_jitframes_t *kf_jitframes_new(kf_codemap_t *map,
+                                 const kf_v8layout_t *layout) {
+  kf_jitframes_t *j = calloc(1, sizeof(*j));
+  if (j) {
+    j->map = map;
+    j->layout = layout;
+  }
+  return j;
+}
+
+void kf_jitframes_free(kf_jitframes_t *j) {
+  if (!j) return;
+  for (size_t i = 0; i < j->nnames; i++) {
+    free(j->names[i].merged);
+    free(j->names[i].tiered);
+  }
+  free(j->names);
+  free(j->slots);
+  free(j->fps);
+  free(j);
+}
+
+void kf_jitframes_alias(kf_jitframes_t *j, const kf_code_alias_t *aliases,
+                        size_t n) {
+  j->naliases = n < MAX_ALIASES ? n : MAX_ALIASES;
+  memcpy(j->aliases, aliases, j->naliases * sizeof(*aliases));
+}
+
+int kf_jitframes_is_token(uint64_t ip) {
+  return (ip & TOKEN_MASK) == TOKEN_BASE;
+}
+
+static int rehash(kf_jitframes_t *j) {
+  size_t n = j->nslots ? j->nslots * 2 : 256;
+  uint32_t *slots = calloc(n, sizeof(*slots));
+  if (!slots) return -ENOMEM;
+  for (size_t i = 0; i < j->nnames; i++) {
+    size_t s = j->names[i].hash & (n - 1);
+    while (slots[s]) s = (s + 1) & (n - 1);
+    slots[s] = (uint32_t)i + 1;
+  }
+  free(j->slots);
+  j->slots = slots;
+  j->nslots = n;
+  return 0;
+}
+
+static const char *suffix(int inlined) { return inlined ? "_[i]" : "_[j]"; }
+
+static char *frame_text(const char *name, char tier, int inlined) {
+  size_t n = strlen(name);
+  char *s = malloc(n + 6);
+  if (!s) return NULL;
+  size_t k = 0;
+  if (tier) s[k++] = tier;
+  memcpy(s + k, name, n);
+  memcpy(s + k + n, suffix(inlined), 5);
+  return s;
+}
+
+/* Index of (name, tier), added when new; -ENOMEM. */
+static long intern(kf_jitframes_t *j, const char *name, char tier,
+                   int inlined) {
+  if ((j->nnames + 1) * 2 > j->nslots && rehash(j)) return -ENOMEM;
+  size_t n = strlen(name);
+  uint64_t h = hash_name(name, tier, inlined);
+  size_t s = h & (j->nslots - 1);
+  for (; j->slots[s]; s = (s + 1) & (j->nslots - 1)) {
+    const jit_name_t *e = &j->names[j->slots[s] - 1];
+    if (e->hash == h && e->tier == tier &&
+        strncmp(e->merged, name, n) == 0 &&
+        strcmp(e->merged + n, suffix(inlined)) == 0)
+      return (long)(j->slots[s] - 1);
+  }
+  if (kf_grow((void **)&j->names, &j->names_cap, j->nnames + 1,
+              sizeof(*j->names), 256))
+    return -ENOMEM;
+  jit_name_t *e = &j->names[j->nnames];
+  e->hash = h;
+  e->tier = tier;
+  e->merged = frame_text(name, '\0', inlined);
+  e->tiered = frame_text(name, tier, inlined);
+  if (!e->merged || !e->tiered) {
+    free(e->merged);
+    free(e->tiered);
+    return -ENOMEM;
+  }
+  j->slots[s] = (uint32_t)++j->nnames;
+  return (long)(j->nnames - 1);
+}
+
+/* The token of (name, tier), inlined or not, into *token. Returns 1 or
+ * -ENOMEM. */
+static int token_of(kf_jitframes_t *j, const char *name, char tier,
+                    int inlined, uint64_t *token) {
+  long id = intern(j, name, tier, inlined);
+  if (id < 0) return -ENOMEM;
+  *token = TOKEN_BASE | (uint64_t)id;
+  return 1;
+}
+
+/* The code at addr at `time`: its name into name[NAME_BYTES] and what it
+ * is into *info. Returns 1, or 0 when the map knows no code there (also at
+ * the first address of an alias). */
+static int lookup(kf_jitframes_t *j, uint64_t addr, uint64_t time,
+                  kf_code_info_t *info, char *name) {
+  int found = kf_codemap_lookup(j->map, addr, time, name, NAME_BYTES, info);
+  for (size_t i = 0; found < 0 && i < j->naliases; i++) {
+    const kf_code_alias_t *a = &j->aliases[i];
+    if (addr >= a->start && addr < a->end)
+      found = kf_codemap_lookup(j->map, a->target + (addr - a->start), time,
+                                name, NAME_BYTES, info);
+  }
+  return found >= 0;
+}
+
+/* The token of the code at addr at `time` into *token, with what it is and
+ * its name (name[NAME_BYTES]). Returns 1, 0 when the map knows no code
+ * there, or -ENOMEM. */
+static int named_token_at(kf_jitframes_t *j, uint64_t addr, uint64_t time,
+                          uint64_t *token, kf_code_info_t *info, char *name) {
+  if (!lookup(j, addr, time, info, name)) return 0;
+  return token_of(j, name, info->tier, 0, token);
+}
+
+static int token_at(kf_jitframes_t *j, uint64_t addr, uint64_t time,
+                    uint64_t *token, kf_code_info_t *info) {
+  char name[NAME_BYTES];
+  return named_token_at(j, addr, time, token, info, name);
+}
+
+/* The function inlined where optimized code `outer` (named outer_name) was
+ * at the address looked up into *info: its source offset there is one of a
+ * small function's own in the code's script, and so is an adjacent entry's
+ * of the code's line table (an offset of another script's function, read
+ * in this one, rarely lands twice on one function). Returns 1 with the
+ * inlined function's token, 0 when the address is the outer function's own
+ * code or not known, or -ENOMEM. Only the innermost inlined function is
+ * found: V8's events carry no inlining chain. */
+static int inlined_at(kf_jitframes_t *j, const kf_code_info_t *info,
+                      const char *outer_name, uint64_t *token) {
+  char name[NAME_BYTES], near[NAME_BYTES];
+  if (!j->funcpos || info->kind != KF_CODE_JS || info->positions[1] < 0 ||
+      kf_funcpos_find(j->funcpos, info->script, info->positions[1], name,
+                      sizeof name) < 0 ||
+      strcmp(name, outer_name) == 0)
+    return 0;
+  int confirmed = 0;
+  for (int side = 0; side <= 2 && !confirmed; side += 2)
+    confirmed = info->positions[side] >= 0 &&
+                info->positions[side] != info->positions[1] &&
+                kf_funcpos_find(j->funcpos, info->script, info->positions[side],
+                                near, sizeof near) >= 0 &&
+                strcmp(near, name) == 0;
+  if (!confirmed) return 0;
+  return token_of(j, name, info->tier, 1, token);
+}
+
+/* The token of the function whose interpreter frame is at fp, from the
+ * BytecodeArray the frame holds. Returns 1, 0 when the frame cannot be
+ * read or V8 reported no bytecode starting at the address it gives, or
+ * -ENOMEM. */
+static int frame_function(kf_jitframes_t *j, uint64_t time,
+                          const kf_userstack_t *stack, uint64_t fp,
+                          uint64_t *token) {
+  uint64_t bytecode;
+  kf_code_info_t info;
+  char name[NAME_BYTES];
+  if (kf_v8frames_bytecode(j->layout, stack, fp, &bytecode) != 0 ||
+      !lookup(j, bytecode, time, &info, name) ||
+      info.kind != KF_CODE_BYTECODE || info.start != bytecode)
+    return 0;
+  return token_of(j, name, info.tier, 0, token);
+}
+
+/* Whether the trampoline sampled at the leaf has built its frame (bp is
+ * then its own interpreter frame). Before, the word at sp is the return
+ * address into its caller's code, or (after push rbp) the caller's frame
+ * pointer, which bp still is; once built, sp points at the values the
+ * trampoline pushed below its frame. */
+static int frame_built(kf_jitframes_t *j, uint64_t time,
+                       const kf_userstack_t *stack) {
+  uint64_t top;
+  kf_code_info_t info;
+  char name[NAME_BYTES];
+  return kf_userstack_word(stack, stack->sp, &top) == 0 && top != stack->bp &&
+         !lookup(j, top - 1, time, &info, name);
+}
+
+/* The function a leaf builtin or bytecode handler was running for, which
+ * the callchain skips when the leaf has no frame of its own: it starts at
+ * the caller's frame pointer (bp) and return address. Returns how many
+ * tokens to put back under the leaf, leaf first, into tokens (1, or 2 when
+ * the call was in a function inlined into the caller's code), 0 when there
+ * is none, or -ENOMEM.
+ * - A bytecode handler runs in the interpreter frame at bp (when it has a
+ *   frame of its own, bp holds a typed-frame marker where an interpreter
+ *   frame holds a context, and nothing is found).
+ * - Another builtin (with no frame of its own) was called by the JS code
+ *   its return address at sp points into. If the builtin did build a frame,
+ *   its caller is the callchain's next entry, and is not put back twice. */
+static int running_function(kf_jitframes_t *j, uint64_t time,
+                            const kf_userstack_t *stack,
+                            const kf_code_info_t *leaf, const uint64_t *ips,
+                            uint32_t nuser, uint64_t tokens[2]) {
+  if (leaf->kind == KF_CODE_BYTECODE_HANDLER)
+    return frame_function(j, time, stack, stack->bp, &tokens[0]);
+  uint64_t ret, next_token, caller_token;
+  kf_code_info_t caller, next;
+  char name[NAME_BYTES];
+  if (leaf->kind != KF_CODE_OTHER ||
+      kf_userstack_word(stack, stack->sp, &ret) != 0)
+    return 0;
+  int rc = named_token_at(j, ret - 1, time, &caller_token, &caller, name);
+  if (rc <= 0) return rc;
+  if (caller.kind != KF_CODE_JS) return 0;
+  if (nuser > 1) {
+    rc = token_at(j, ips[1] - 1, time, &next_token, &next);
+    if (rc < 0) return rc;
+    if (rc > 0 && next.start == caller.start) return 0;
+  }
+  /* The call may be in a function inlined into the caller's code. */
+  rc = inlined_at(j, &caller, name, &tokens[0]);
+  if (rc < 0) return rc;
+  tokens[rc] = caller_token;
+  return rc + 1;
+}
+
+int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
+                         const uint64_t *ips, uint32_t nr,
+                         const kf_userstack_t *stack, uint64_t *out) {
+  uint32_t user = nr, n = 0, nfps = 0;
+  for (uint32_t i = 0; i < nr; i++)
+    if (ips[i] == (uint64_t)PERF_CONTEXT_USER) {
+      user = i + 1;
+      break;
+    }
+  if (stack && j->layout && user < nr) {
+    if (kf_grow((void **)&j->fps, &j->fps_cap, nr - user, sizeof(uint64_t),
+                128))
+      return -ENOMEM;
+    nfps = (uint32_t)kf_userstack_frames(stack, ips + user, nr - user, j->fps);
+    /* The chain went on past the copy's end: frames there are not read. */
+    uint64_t last = j->fps[nfps - 1];
+    if (nfps < nr - user && (last < stack->sp || stack->len < 16 ||
+                             last - stack->sp > stack->len - 16))
+      j->stats.copy_short++;
+  }
+  for (uint32_t i = 0; i < nr; i++) {
+    /* A return address the kernel read off a corrupt frame can be any
+     * value, a token's too: it must not pass for a JIT name. */
+    out[n++] = kf_jitframes_is_token(ips[i]) ? 0 : ips[i];
+    if (i < user || !j->map) continue;
+    kf_code_info_t info;
+    uint64_t token, function;
+    char name[NAME_BYTES];
+    uint32_t k = i - user; /* frame k of the user stack, 0 the leaf */
+    /* A return address is looked up at its call instruction: one byte
+     * before it is still the call, also when the call ends the code. */
+    uint64_t at = k > 0 && ips[i] > 0 ? ips[i] - 1 : ips[i];
+    int rc = named_token_at(j, at, time, &token, &info, name), found = 0;
+    if (rc < 0) return -ENOMEM;
+    if (rc == 0) continue;
+    out[n - 1] = token;
+    j->stats.named++;
+    found = inlined_at(j, &info, name, &function);
+    if (found < 0) return -ENOMEM;
+    if (found) {
+      /* leaf first: the inlined function, then the code it is inlined in */
+      out[n - 1] = function;
+      out[n++] = token;
+      j->stats.inlined++;
+      continue;
+    }
+    if (info.kind == KF_CODE_INTERPRETER_ENTRY) {
+      /* The shared trampoline owns the interpreter frame at fps[k]; at the
+       * leaf, only once it has built it. */
+      if (k < nfps && (k > 0 || frame_built(j, time, stack)))
+        found = frame_function(j, time, stack, j->fps[k], &function);
+      if (found < 0) return -ENOMEM;
+      if (found) out[n - 1] = function;
+      if (found) j->stats.interpreted_named++;
+      else j->stats.interpreted_unnamed++;
+    } else if (k == 0 && nfps > 0) {
+      uint64_t put_back[2];
+      found = running_function(j, time, stack, &info, ips + user, nr - user,
+                               put_back);
+      if (found < 0) return -ENOMEM;
+      for (int f = 0; f < found; f++) out[n++] = put_back[f];
+      if (found) j->stats.running_added++;
+      if (found == 2) j->stats.inlined++;
+    }
+  }
+  return (int)n;
+}
+
+const kf_jitframes_stats_t *kf_jitframes_stats(const kf_jitframes_t *j) {
+  return &j->stats;
+}
+
+const char *kf_jitframes_name(const kf_jitframes_t *j, uint64_t token,
+                              int keep_tier) {
+  uint64_t id = token & ~TOKEN_MASK;
+  if (token == KF_JIT_UNNAMED) return "[jit]_[j]";
+  if (!kf_jitframes_is_token(token) || id >= j->nnames) return NULL;
+  return keep_tier ? j->names[id].tiered : j->names[id].merged;
+}

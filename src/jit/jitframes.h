@@ -1,0 +1,86 @@
+/*
+ * jitframes: names a profile's JIT frames while its samples are collected,
+ * when the code map still knows what ran at each sample's time.
+ *
+ * Each user-space address that JIT code held at the sample's time is
+ * replaced by a token standing for that code's name (interned once per
+ * profile), so stacks aggregate by function rather than by address, and
+ * the names outlive the code map's entries. Tokens are non-canonical
+ * addresses (0xfffe...) that no real frame or PERF_CONTEXT marker can be.
+ *
+ * resolve is called on the collector thread; names are read after the
+ * collector has joined.
+ */
+#ifndef KF_JITFRAMES_H
+#define KF_JITFRAMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jit/codemap.h"
+#include "jit/jitlines.h"
+#include "symbols/procmaps.h"
+#include "unwind/userstack.h"
+#include "jit/v8frames.h"
+
+typedef struct kf_jitframes kf_jitframes_t;
+
+/* `layout`: V8's frame layout, to name frames from a sample's stack copy;
+ * NULL names them from the callchain alone. */
+kf_jitframes_t *kf_jitframes_new(kf_codemap_t *map,
+                                 const kf_v8layout_t *layout);
+void kf_jitframes_free(kf_jitframes_t *j);
+
+/* Code that runs at a second address (procmaps.h): looked up at its first
+ * when the map knows nothing at the second. Keeps up to 8; before the
+ * first resolve. */
+void kf_jitframes_alias(kf_jitframes_t *j, const kf_code_alias_t *aliases,
+                        size_t n);
+
+/* Names inlined functions from the source offsets of optimized code
+ * (jitlines.h): a frame of optimized code whose instruction belongs to an
+ * inlined function becomes "inlined_[i];outer_[j]" (leaf first: the
+ * inlined token, then the outer). Before the first resolve. */
+void kf_jitframes_inlining(kf_jitframes_t *j, kf_funcpos_t *funcpos);
+
+typedef struct kf_jitframes_stats {
+  uint64_t named;               /* callchain frames named from the code map */
+  /* Frames of the shared interpreter trampoline named by the BytecodeArray
+   * in their frame, and those left "(interpreted)" (frame beyond the stack
+   * copy, or no bytecode known there). */
+  uint64_t interpreted_named, interpreted_unnamed;
+  /* Functions a bytecode handler at the leaf was running, put back under
+   * it: the callchain skips them. */
+  uint64_t running_added;
+  uint64_t inlined;             /* inlined frames added */
+  /* Samples whose frame chain went on past the end of their stack copy:
+   * frames beyond were named from the callchain alone. */
+  uint64_t copy_short;
+} kf_jitframes_stats_t;
+
+/* Copies the callchain ips[0..nr) of a sample taken at `time` into out,
+ * with JIT frames as tokens. With `stack` (the sample's user registers and
+ * stack copy; NULL when it has none) interpreter frames are named from
+ * their BytecodeArray and the function under a frameless bytecode handler
+ * is put back; inlined functions add a frame each: out needs room for
+ * 2 * nr + 1 entries. Returns the number of entries written, or -ENOMEM. */
+int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
+                         const uint64_t *ips, uint32_t nr,
+                         const kf_userstack_t *stack, uint64_t *out);
+
+/* What resolve did so far. */
+const kf_jitframes_stats_t *kf_jitframes_stats(const kf_jitframes_t *j);
+
+int kf_jitframes_is_token(uint64_t ip);
+
+/* The token of generated code no code event named (an isolate without the
+ * hook, gone by stop()): named "[jit]_[j]". */
+#define KF_JIT_UNNAMED 0xfffeffffffffffffULL
+
+/* The frame name of a token: "name file:line:col_[j]", with V8's tier
+ * marker in front when keep_tier is set; "[jit]_[j]" for KF_JIT_UNNAMED.
+ * NULL for an unknown token. */
+const char *kf_jitframes_name(const kf_jitframes_t *j, uint64_t token,
+                              int keep_tier);
+
+#endif

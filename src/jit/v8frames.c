@@ -1,0 +1,42 @@
+#include "jit/v8frames.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* x64, no pointer compression. Context at fp-8, JSFunction at fp-16 and the
+ * argument count at fp-24 (StandardFrameConstants since V8 9.0), then the
+ * interpreter's BytecodeArray at fp-32 and bytecode offset at fp-40.
+ * bytecode_header: where BytecodeArray::GetFirstBytecodeAddress() lies
+ * from the untagged array, read off real frames of each node against its
+ * BYTE_CODE events (the JS-frame tests check it on every major CI runs):
+ * 54 bytes in V8 11.3; 64 once the array became a trusted object (12.x). */
+static const kf_v8layout_t layouts[] = {
+    {11, 3, -8, -32, 54}, /* Node 20 */
+    {12, 4, -8, -32, 64}, /* Node 22 */
+    {13, 6, -8, -32, 64}, /* Node 24 */
+};
+
+const kf_v8layout_t *kf_v8layout_for(const char *version) {
+  int major, minor;
+  if (!version || sscanf(version, "%d.%d", &major, &minor) != 2) return NULL;
+  for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
+    if (layouts[i].major == major && layouts[i].minor == minor)
+      return &layouts[i];
+  return NULL;
+}
+
+/* V8's tagging: heap objects end in binary 01, Smis (and frame type
+ * markers, which are Smi-shaped) in 0. */
+static int is_heap_object(uint64_t v) { return (v & 3) == 1; }
+
+int kf_v8frames_bytecode(const kf_v8layout_t *l, const kf_userstack_t *s,
+                         uint64_t fp, uint64_t *out) {
+  uint64_t context, array;
+  if (!l || kf_userstack_word(s, fp + (int64_t)l->context_from_fp, &context) ||
+      kf_userstack_word(s, fp + (int64_t)l->bytecode_array_from_fp, &array) ||
+      !is_heap_object(context) || !is_heap_object(array) ||
+      array > UINT64_MAX - l->bytecode_header)
+    return -1;
+  *out = array - 1 + l->bytecode_header;
+  return 0;
+}
