@@ -5,6 +5,7 @@
       "sources": [
         "src/binding.c",
         "src/profiler.c",
+        "src/perfwarm.c",
         "src/sampler.c",
         "src/timersampler.c",
         "src/collector.c",
