@@ -5,6 +5,7 @@
       "sources": [
         "src/binding.c",
         "src/profiler.c",
+        "src/sample/perfwarm.c",
         "src/sample/sampler.c",
         "src/sample/timersampler.c",
         "src/collect/collector.c",

@@ -60,6 +60,14 @@ const BENCHES = [
     tables: (r) => require('./stackcopy').readmeTables(r)
   },
   {
+    file: 'attribution.json',
+    title: 'Where a sample\'s cost goes, beside `perf record -F 999 -g`',
+    script: 'bench/attribution.js',
+    about: (r) => `${r.quick ? 'quick run, ' : ''}${r.rounds} rounds of windows alternating in one process, seeded random order; ` +
+      'perf enabled and disabled around its windows through its control fifo; the hook row from separate processes',
+    tables: (r) => require('./attribution').readmeTables(r)
+  },
+  {
     file: 'timermode.json',
     title: 'The timer sampler (`mode: \'timer\'`) beside perf mode and V8\'s profiler',
     script: 'bench/timermode.js',

@@ -295,6 +295,10 @@ function makeStats (raw, labels = null, workers = null) {
       codeBytes: raw.codeBytes,
       codeEvicted: raw.codeEvicted,
       codeMoved: raw.codeMoved,
+      // Code events (V8 compiling, moving code) that found the code map's
+      // lock held by the collector's lookups, and the ms they waited.
+      codeLockWaits: raw.codeLockWaits,
+      codeLockWaitMs: raw.codeLockWaitMs,
       codeEventsDropped: raw.codeEventsDropped,
       perfMap: raw.perfMap || null,
       perfMapLines: raw.perfMap ? raw.perfMapLines : 0,
@@ -317,6 +321,17 @@ function makeStats (raw, labels = null, workers = null) {
       // collector), naming what the collector left, folding into text,
       // handing freed heap back to the system.
       stopMs: { total: raw.stopMs, drain: raw.stopDrainMs, name: raw.stopNameMs, fold: raw.stopFoldMs, trim: raw.stopTrimMs },
+      // What start() took in C: in all, opening the sampler (perf events
+      // and rings for every thread, or the timers), starting the collector
+      // (its thread starts the first profile's symbol preload), and how
+      // much of it the calling thread spent off its CPU (asleep in the
+      // kernel or preempted).
+      startMs: {
+        total: raw.startMs,
+        sampler: raw.startSamplerMs,
+        collector: raw.startCollectorMs,
+        offCpu: raw.startOffCpuMs
+      },
       // Off-CPU (what: 'offcpu' or 'both'): switched-out samples taken
       // (perf's rate bound: maxSwitchRate per thread and second), paired
       // with the thread's return to a CPU or not, the off-CPU time they

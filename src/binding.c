@@ -17,6 +17,7 @@
 #include "jit/jithook.h"
 #include "collect/labels.h"
 #include "jit/perfmap.h"
+#include "sample/perfwarm.h"
 #include "profiler.h"
 #include "util/readfile.h"
 #include "util/safefile.h"
@@ -293,6 +294,8 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
   CHECK(env, set_num(env, o, "codeBytes", (double)st->code_bytes));
   CHECK(env, set_num(env, o, "codeEvicted", (double)st->code_evicted));
   CHECK(env, set_num(env, o, "codeMoved", (double)st->code_moved));
+  CHECK(env, set_num(env, o, "codeLockWaits", (double)st->code_lock_waits));
+  CHECK(env, set_num(env, o, "codeLockWaitMs", (double)st->code_lock_wait_ns / 1e6));
   CHECK(env, set_num(env, o, "codeEventsDropped",
                      (double)st->code_events_dropped));
   CHECK(env, set_num(env, o, "perfMapLines", (double)st->perf_map_lines));
@@ -304,6 +307,10 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
   CHECK(env, set_num(env, o, "namedFrames", (double)st->named_frames));
   CHECK(env, set_num(env, o, "aggregateBytes", (double)st->aggregate_bytes));
   CHECK(env, set_num(env, o, "stopMs", (double)st->stop_ns / 1e6));
+  CHECK(env, set_num(env, o, "startMs", (double)st->start.total_ns / 1e6));
+  CHECK(env, set_num(env, o, "startSamplerMs", (double)st->start.sampler_ns / 1e6));
+  CHECK(env, set_num(env, o, "startCollectorMs", (double)st->start.collector_ns / 1e6));
+  CHECK(env, set_num(env, o, "startOffCpuMs", (double)st->start.off_cpu_ns / 1e6));
   CHECK(env, set_num(env, o, "stopDrainMs", (double)st->stop_drain_ns / 1e6));
   CHECK(env, set_num(env, o, "stopNameMs", (double)st->stop_name_ns / 1e6));
   CHECK(env, set_num(env, o, "stopFoldMs", (double)st->stop_fold_ns / 1e6));
@@ -929,6 +936,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
                              props) != napi_ok)
     return NULL;
   kf_dwarf_init_library();
+  kf_perfwarm_begin(); /* off this thread: see perfwarm.h */
   /* labels.js reads whether labels record straight from this word, so a
    * label costs no native call while no profile runs. Where external
    * buffers are not allowed (V8's sandbox), it calls labelOpen instead. */

@@ -5,10 +5,12 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/clock.h"
@@ -38,6 +40,7 @@ struct kf_profiler {
   kf_codemap_stats_t code_at_start;
   uint64_t started_ns;
   uint64_t wall_start_ms;
+  kf_start_phases_t start_phases;
 };
 
 typedef struct root {
@@ -76,9 +79,14 @@ static void join_preload(kf_profiler_t *p) {
   p->preloaded = 1;
 }
 
-static void start_preload(kf_profiler_t *p, int kernel) {
-  if (p->preloaded || p->preloading) return;
-  p->preload_kernel = kernel;
+/* Runs first on the collector's thread (its on_start), the first session
+ * only: created from the JS thread, the preload thread, busy for 100 ms
+ * and more, could take the rest of the JS thread's time slice inside
+ * start() (3-7 ms measured, on a 2-core machine with the other core
+ * busy). p->preload_kernel was set before the collector started; the JS
+ * thread reads p->preloading only after joining the collector. */
+static void start_preload(void *arg) {
+  kf_profiler_t *p = arg;
   /* Without a thread, the collector loads the tables as it names. */
   if (pthread_create(&p->preload, NULL, preload_symbols, p) == 0) {
     pthread_setname_np(p->preload, "kflame-symbols");
@@ -102,12 +110,13 @@ static void close_session(kf_profiler_t *p) {
 
 void kf_profiler_free(kf_profiler_t *p) {
   if (!p) return;
-  join_preload(p);
+  /* The collector starts the preload: stopped first, it has. */
   if (kf_profiler_running(p)) {
     if (p->sampler) kf_sampler_disable(p->sampler);
     kf_collector_stop(p->collector);
     close_session(p);
   }
+  join_preload(p);
   kf_symbolizer_free(p->symbolizer);
   free(p);
 }
@@ -152,10 +161,19 @@ static int open_sampler(kf_profiler_t *p, const kf_profile_opts_t *opts,
   return rc;
 }
 
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
                       int *sys_errno) {
   *sys_errno = 0;
   if (kf_profiler_running(p)) return -KF_ERR_RUNNING;
+  uint64_t t0 = kf_now_ns(), cpu0 = thread_cpu_ns();
+  kf_start_phases_t *ph = &p->start_phases;
+  memset(ph, 0, sizeof *ph);
   p->opts = *opts;
   if (opts->perf_map && !(p->perf_map = strdup(opts->perf_map)))
     return -ENOMEM;
@@ -169,11 +187,14 @@ int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
     kf_codemap_keep_dead(opts->codemap, 1);
     kf_codemap_stats(opts->codemap, &p->code_at_start);
   }
+  uint64_t t1 = kf_now_ns();
   int rc = open_sampler(p, opts, sys_errno);
   if (rc != 0) {
     close_session(p);
     return rc;
   }
+  uint64_t t2 = kf_now_ns();
+  ph->sampler_ns = t2 - t1;
   /* The first session's collector names once the preload is done. */
   __atomic_store_n(&p->symbols_ready, p->preloaded, __ATOMIC_RELEASE);
   kf_collector_opts_t copts = {.codemap = opts->codemap,
@@ -188,6 +209,11 @@ int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
                                .timeline_max = opts->timeline_max,
                                .offcpu_period_ns = 1000000000ULL /
                                    (opts->sampler.hz ? opts->sampler.hz : 99)};
+  if (!p->preloaded) {
+    p->preload_kernel = p->sampler && kf_sampler_info(p->sampler)->kernel;
+    copts.on_start = start_preload;
+    copts.on_start_arg = p;
+  }
   rc = kf_collector_start(p->sampler, &copts, &p->collector);
   if (rc != 0) {
     *sys_errno = -rc < KF_ERR_BASE ? -rc : errno;
@@ -196,7 +222,10 @@ int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
     close_session(p);
     return rc;
   }
-  start_preload(p, p->sampler && kf_sampler_info(p->sampler)->kernel);
+  uint64_t t3 = kf_now_ns(), cpu = thread_cpu_ns() - cpu0;
+  ph->collector_ns = t3 - t2;
+  ph->total_ns = t3 - t0;
+  ph->off_cpu_ns = ph->total_ns > cpu ? ph->total_ns - cpu : 0;
   return 0;
 }
 
@@ -280,6 +309,7 @@ static void settings_stats(const kf_profiler_t *p, const kf_sampler_info_t *info
   st->stack_bytes = info->stack_bytes;
   st->v8_layout = p->opts.v8layout != NULL;
   st->code_events_dropped = kf_jithook_dropped();
+  st->start = p->start_phases;
 }
 
 /* The folded text, roots and timeline of a named profile (a session's or
@@ -358,6 +388,8 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
     st->code_bytes = ms.bytes;
     st->code_evicted = ms.evicted - p->code_at_start.evicted;
     st->code_moved = ms.moved - p->code_at_start.moved;
+    st->code_lock_waits = ms.lock_waits - p->code_at_start.lock_waits;
+    st->code_lock_wait_ns = ms.lock_wait_ns - p->code_at_start.lock_wait_ns;
     if (p->perf_map) st->perf_map_lines = kf_perfmap_write(p->opts.codemap, p->perf_map);
   }
   /* The session's settings travel with its result: stop() may be called from

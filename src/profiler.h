@@ -40,6 +40,15 @@ typedef struct kf_profile_opts {
                             the stats for whichever isolate stops */
 } kf_profile_opts_t;
 
+/* What kf_profiler_start() took, ns of CLOCK_MONOTONIC: in all, opening
+ * the sampler (perf_event_open and the rings for every thread, or the
+ * timers), starting the collector (reading /proc/self/maps, its thread);
+ * and how much of the whole the calling thread spent off its CPU (asleep in the
+ * kernel or preempted: wall time less CLOCK_THREAD_CPUTIME_ID time). */
+typedef struct kf_start_phases {
+  uint64_t total_ns, sampler_ns, collector_ns, off_cpu_ns;
+} kf_start_phases_t;
+
 typedef struct kf_profile_stats {
   uint64_t samples, lost, duplicates, foreign, corrupt, no_memory;
   uint32_t threads;      /* distinct threads in the samples */
@@ -81,6 +90,9 @@ typedef struct kf_profile_stats {
   int v8_layout;                 /* V8's frame layout is known */
   uint64_t code_live, code_bytes; /* code map at stop */
   uint64_t code_evicted, code_moved; /* during the profile */
+  /* Code events that waited for the code map's lock, and how long (ns),
+   * during the profile (codemap.h) */
+  uint64_t code_lock_waits, code_lock_wait_ns;
   uint64_t code_events_dropped;  /* code events lost for lack of memory */
   long perf_map_lines;           /* written at stop; -errno on failure */
   uint64_t perf_map_writes;      /* while profiling */
@@ -96,6 +108,7 @@ typedef struct kf_profile_stats {
    * naming what it left, folding the named stacks into text, handing the
    * freed heap back (malloc_trim). */
   uint64_t stop_ns, stop_drain_ns, stop_name_ns, stop_fold_ns, stop_trim_ns;
+  kf_start_phases_t start; /* what this session's start() took */
 } kf_profile_stats_t;
 
 

@@ -149,3 +149,34 @@ t.test('profile.write() in every format, the folded text and SVG straight from C
   t.same(fs.readdirSync(dir).sort(), ['a.cpuprofile', 'a.folded', 'a.json', 'a.pb.gz', 'a.svg', 'plain'], 'no temporary file is left')
   t.equal(p.samples.line.length, p.stats.samples, 'samples made on first use')
 })
+
+t.test('stop() reports what start() took, phase by phase', async (t) => {
+  kflame.start({ hz: 99 })
+  const d = kflame.stop().stats.details.startMs
+  for (const k of ['total', 'sampler', 'collector', 'offCpu']) {
+    t.type(d[k], 'number', k)
+    t.ok(d[k] >= 0 && d[k] < 10000, `${k} ${d[k]} ms`)
+  }
+  t.ok(d.total > 0, 'start() took some time')
+  t.ok(d.sampler + d.collector <= d.total + 1e-6, 'the phases fit in the whole')
+  t.ok(d.offCpu <= d.total + 1e-6, 'off-CPU time within the whole')
+})
+
+// The perf hook holder (src/perfwarm.h): one parked thread once kflame
+// loads, none with KFLAME_PERF_WARM=off.
+t.test('kflame-warm holds the kernel\'s perf hooks on, unless KFLAME_PERF_WARM=off', async (t) => {
+  const script = `
+    const fs = require('node:fs')
+    require(${JSON.stringify(require.resolve('..'))})
+    const warm = () => fs.readdirSync('/proc/self/task').filter((tid) => {
+      try { return fs.readFileSync('/proc/self/task/' + tid + '/comm', 'utf8').trim() === 'kflame-warm' } catch { return false }
+    }).length
+    const end = Date.now() + 2000
+    while (warm() === 0 && Date.now() < end) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10)
+    console.log(warm())`
+  const run = (env) => Number(execFileSync(process.execPath, ['-e', script], { env: { ...process.env, ...env }, encoding: 'utf8' }).trim())
+  const { paranoid } = require('./helpers')
+  if (paranoid() > 2 && process.getuid() !== 0) t.equal(run({}), 0, 'perf refused: the thread gave up')
+  else t.equal(run({}), 1, 'one parked thread')
+  t.equal(run({ KFLAME_PERF_WARM: 'off' }), 0, 'none when turned off')
+})

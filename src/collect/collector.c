@@ -657,6 +657,7 @@ static void run_timer(kf_collector_t *c) {
 
 static void *run(void *arg) {
   kf_collector_t *c = arg;
+  if (c->opts.on_start) c->opts.on_start(c->opts.on_start_arg);
   if (c->timer) {
     run_timer(c);
     return NULL;

@@ -45,6 +45,13 @@ typedef struct kf_collector_opts {
   int keep_tiers;         /* "~foo" and "*foo" stay apart */
   uint64_t timeline_max;  /* samples the timeline keeps (timeline.h) */
   uint64_t offcpu_period_ns; /* off-CPU time one sample stands for (1/hz) */
+  /* Called first on the collector's thread, or NULL: work that would
+   * otherwise hold up the thread calling kf_collector_start (the profiler
+   * starts its symbol preload thread from here: a new thread can take the
+   * rest of its creator's time slice, 3-7 ms). Done before
+   * kf_collector_stop returns. */
+  void (*on_start)(void *arg);
+  void *on_start_arg;
 } kf_collector_opts_t;
 
 typedef struct kf_collector_stats {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/clock.h"
 #include "util/grow.h"
 #include "util/hash.h"
 
@@ -237,12 +238,22 @@ static int insert(kf_codemap_t *m, code_t *e) {
   return 0;
 }
 
+/* The lock, for a code event on a JS thread: a wait is counted and timed
+ * only when the lock is taken (no clock read otherwise). */
+static void lock_for_event(kf_codemap_t *m) {
+  if (pthread_mutex_trylock(&m->lock) == 0) return;
+  uint64_t t0 = kf_now_ns();
+  pthread_mutex_lock(&m->lock);
+  m->stats.lock_waits++;
+  m->stats.lock_wait_ns += kf_now_ns() - t0;
+}
+
 int kf_codemap_add(kf_codemap_t *m, uint64_t start, uint64_t len,
                    const char *name, char tier, enum kf_code_kind kind,
                    uintptr_t owner, uint64_t born) {
   code_t *e = code_new(start, len, name, tier, (uint8_t)kind, owner, born);
   if (!e) return -ENOMEM;
-  pthread_mutex_lock(&m->lock);
+  lock_for_event(m);
   int rc = insert(m, e);
   if (rc == 0) m->stats.added++;
   pthread_mutex_unlock(&m->lock);
@@ -258,7 +269,7 @@ static code_t *live_at(kf_codemap_t *m, uint64_t addr) {
 int kf_codemap_attach_lines(kf_codemap_t *m, uint64_t start, uint32_t script,
                             kf_lines_t *lines) {
   int rc = -ENOENT;
-  pthread_mutex_lock(&m->lock);
+  lock_for_event(m);
   code_t *e = live_at(m, start);
   if (e && e->start == start) {
     e->script = script;
@@ -274,7 +285,7 @@ int kf_codemap_attach_lines(kf_codemap_t *m, uint64_t start, uint32_t script,
 int kf_codemap_move(kf_codemap_t *m, uint64_t from, uint64_t to,
                     uint64_t when) {
   int rc = 0;
-  pthread_mutex_lock(&m->lock);
+  lock_for_event(m);
   code_t *old = live_at(m, from);
   if (old && old->start == from && from != to) {
     code_t *moved = code_new(to, old->end - old->start, old->name,

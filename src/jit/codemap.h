@@ -32,6 +32,10 @@ typedef struct kf_codemap_stats {
   uint64_t bytes;           /* memory held by entries */
   uint64_t added, moved, evicted, retired; /* since creation */
   uint64_t generation;      /* changes whenever the live set does */
+  /* Code events (add, lines, move: the JS threads' side) that found the
+   * lock held, and the ns they waited for it: what a sample's lookups cost
+   * the app. */
+  uint64_t lock_waits, lock_wait_ns;
 } kf_codemap_stats_t;
 
 /* What a piece of code is, as far as reading a stack goes. */

@@ -1,0 +1,315 @@
+'use strict'
+
+// Where a sample's cost goes, measured: what kflame at 999 Hz costs the app,
+// split into the kernel's sample path, the stack copy, the collector thread,
+// CPU contention from it, the code map's lock, and the code-event hook;
+// beside `perf record -F 999 -g` of the same process in the same run (the
+// floor).
+//
+//   node bench/attribution.js [--quick] [--rounds N] [--hook-pairs N]
+//     [--window-ms 150] [--seed N] [--json bench/results/attribution.json]
+//
+// In one process (bench/windows.js: a child started with --expose-gc runs
+// the mixed workload in ~150 ms windows, each round every kind once in a
+// seeded random order; per-round ratios against the round's unprofiled
+// window, median and bootstrap 95% interval):
+// - none: unprofiled (kflame loaded, hook armed);
+// - sb-0: kflame, stackBytes 0: the kernel walks the callchain only;
+// - sb-16384: kflame, the 16 KiB user-stack copy on top;
+// - perf: `perf record -e cpu-clock -F 999 -g -p CHILD`, started once by
+//   the child with its events disabled (-D -1) and enabled around each
+//   perf window through its control fifo (the ack waited for), so its start
+//   is never inside a window. Its own process's CPU in the window is read
+//   from /proc. Disabled, its events stay on the child's threads: every
+//   window pays perf's context-switch hook alike.
+// The kernel's sample path runs on the sampled thread and lands in its CPU
+// time (a sample on the JS thread, an interrupt of it); the collector's CPU
+// is its thread's schedstat; contention shows as wall time beyond CPU time
+// and as the JS thread's involuntary context switches. Code map lock waits
+// come from stats.details (codeLockWaits, codeLockWaitMs).
+//
+// Separate processes (the hook cannot be removed from a process): pairs of
+// fresh children, in alternating order, each running the workload for
+// ~1.5 s with functions compiled afresh every 150 ms: plain node, against
+// node with kflame loaded (the code-event hook armed and
+// --interpreted-frames-native-stack set) and never started.
+
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { spawn } = require('node:child_process')
+const { machineNotes, machineLine, writeResults, option, median, mulberry32, perfCheck, procCpuMs } = require('./common')
+const {
+  MARK, runChild: runChildOf, ROOT, loadKflame, addonMtime, schedNs, mainCpuNs, findThread, shuffle, makeMixedWorkload, summarize, extraPerUnit
+} = require('./windows')
+
+const HZ = 999
+const KINDS = ['none', 'sb-0', 'sb-16384', 'perf']
+
+// nonvoluntary_ctxt_switches (preempted) and voluntary (slept) of a thread.
+function switches (statusFile) {
+  try {
+    const s = fs.readFileSync(statusFile, 'utf8')
+    return { vol: Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(s)[1]), invol: Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(s)[1]) }
+  } catch { return null }
+}
+
+// --- perf under control (child) ----------------------------------------------------
+
+// perf record of this process, disabled until enable(); null when perf
+// cannot record here.
+function startPerf () {
+  if (!perfCheck().ok) return null
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-attr-'))
+  const ctl = path.join(dir, 'ctl')
+  const ack = path.join(dir, 'ack')
+  const { execFileSync } = require('node:child_process')
+  execFileSync('mkfifo', [ctl, ack])
+  const data = path.join(dir, 'perf.data')
+  const perf = spawn('perf', ['record', '-q', '-e', 'cpu-clock', '-F', String(HZ), '-g', '-D', '-1',
+    '--control', `fifo:${ctl},${ack}`, '-o', data, '-p', String(process.pid)], { stdio: 'ignore' })
+  // Opening blocks until perf opens its ends: perf is up.
+  const ctlFd = fs.openSync(ctl, 'w')
+  const ackFd = fs.openSync(ack, 'r')
+  const command = (cmd) => {
+    fs.writeSync(ctlFd, `${cmd}\n`)
+    const buf = Buffer.alloc(16)
+    fs.readSync(ackFd, buf, 0, 16, null) // "ack\n" once done
+  }
+  return {
+    pid: perf.pid,
+    enable: () => command('enable'),
+    disable: () => command('disable'),
+    close: () => new Promise((resolve) => {
+      perf.on('exit', () => { fs.rmSync(dir, { recursive: true, force: true }); resolve() })
+      fs.closeSync(ctlFd)
+      fs.closeSync(ackFd)
+      perf.kill('SIGINT')
+    })
+  }
+}
+
+// --- windows (child) ------------------------------------------------------------------
+
+async function windowsChild ({ rounds, windowMs, seed }) {
+  const gc = globalThis.gc
+  if (typeof gc !== 'function') throw new Error('the windows child needs --expose-gc')
+  const w = makeMixedWorkload()
+  w.freshPool()
+  for (let i = 0; i < 2000; i++) w.unit(i)
+  const kflame = loadKflame()
+  const addon0 = addonMtime()
+  const perf = startPerf()
+  const kinds = perf ? KINDS : KINDS.filter((k) => k !== 'perf')
+  let sink = 0
+
+  function window (kind) {
+    gc()
+    w.freshPool()
+    let collector = null
+    if (kind.startsWith('sb-')) {
+      kflame.start({ hz: HZ, stackBytes: Number(kind.slice(3)) })
+      const tid = findThread('kflame-collect')
+      collector = tid && `/proc/self/task/${tid}`
+    } else if (kind === 'perf') perf.enable()
+    const perf0 = perf ? procCpuMs(perf.pid) : null
+    const col0 = collector && { ns: schedNs(`${collector}/schedstat`), sw: switches(`${collector}/status`) }
+    const sw0 = switches('/proc/thread-self/status')
+    const c0 = mainCpuNs()
+    const t0 = process.hrtime.bigint()
+    const end = t0 + BigInt(Math.round(windowMs * 1e6))
+    let units = 0
+    let t1
+    do { sink += w.unit(units++) } while ((t1 = process.hrtime.bigint()) < end)
+    const c1 = mainCpuNs()
+    const sw1 = switches('/proc/thread-self/status')
+    const r = { kind, units, wallMs: Number(t1 - t0) / 1e6, cpuMs: (c1 - c0) / 1e6, preempted: sw1.invol - sw0.invol }
+    if (perf) r.perfCpuMs = procCpuMs(perf.pid) - perf0
+    if (collector) {
+      const sw = switches(`${collector}/status`)
+      r.collectorMs = (schedNs(`${collector}/schedstat`) - col0.ns) / 1e6
+      r.collectorWakeups = sw.vol - col0.sw.vol
+      r.collectorPreempted = sw.invol - col0.sw.invol
+      const p = kflame.stop()
+      r.samples = p.stats.samples
+      r.mainSamples = p.folded.split('\n').filter((l) => l.startsWith('main;')).reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0)
+      r.codeLockWaits = p.stats.details.codeLockWaits
+      r.codeLockWaitMs = p.stats.details.codeLockWaitMs
+    } else if (kind === 'perf') perf.disable()
+    return r
+  }
+
+  // Warm-up, not kept: the first profile loads the symbol tables.
+  for (const kind of kinds) window(kind)
+  const rand = mulberry32(seed)
+  const runs = []
+  for (let round = 0; round < rounds; round++) {
+    for (const kind of shuffle(kinds, rand)) runs.push({ round, ...window(kind) })
+  }
+  if (perf) await perf.close()
+  return { runs, kinds, addon: [addon0, addonMtime()], sink: sink % 1000 }
+}
+
+// One process of a hook pair: the workload for ~1.5 s, fresh functions every
+// 150 ms, with or without kflame loaded.
+function hookChild ({ withKflame, ms }) {
+  const w = makeMixedWorkload()
+  if (withKflame) loadKflame()
+  w.freshPool()
+  for (let i = 0; i < 500; i++) w.unit(i)
+  let units = 0
+  let sink = 0
+  const c0 = mainCpuNs()
+  const t0 = Date.now()
+  while (Date.now() - t0 < ms) {
+    w.freshPool()
+    const end = Date.now() + 150
+    while (Date.now() < end) sink += w.unit(units++)
+  }
+  return { units, cpuMs: (mainCpuNs() - c0) / 1e6, sink: sink % 1000 }
+}
+
+// --- rows (parent) ---------------------------------------------------------------------
+
+function rows (runs, kinds, hookPairs, seed) {
+  const sum = (xs) => xs.reduce((a, b) => a + b, 0)
+  const extra = (kind, base, f, s) => summarize(extraPerUnit(runs, kind, base, f), s)
+  const of = (kind) => runs.filter((r) => r.kind === kind)
+  const perSec = (kind, k) => sum(of(kind).map((r) => r[k])) / (sum(of(kind).map((r) => r.wallMs)) / 1000)
+  const cpu = (r) => r.cpuMs
+  const wall = (r) => r.wallMs
+  const out = {}
+  // Main-thread samples per window (kflame's), to turn shares into µs.
+  const mainSamples = median(of('sb-0').map((r) => r.mainSamples))
+  const cpuPerWindow = median(of('none').map((r) => r.cpuMs))
+  const usPerSample = (s) => s ? s.median * cpuPerWindow * 1000 / mainSamples : null
+  out.kernelCallchain = { what: 'the kernel\'s sample path, callchain only (stackBytes 0 against unprofiled), main-thread CPU', cpu: extra('sb-0', 'none', cpu, seed) }
+  out.kernelCallchain.usPerSample = usPerSample(out.kernelCallchain.cpu)
+  out.stackCopy = { what: 'the 16 KiB stack copy on top (stackBytes 16384 against 0), main-thread CPU', cpu: extra('sb-16384', 'sb-0', cpu, seed + 1) }
+  out.stackCopy.usPerSample = usPerSample(out.stackCopy.cpu)
+  out.kflame = { what: 'kflame at its default (stackBytes 16384) against unprofiled', cpu: extra('sb-16384', 'none', cpu, seed + 2), wall: extra('sb-16384', 'none', wall, seed + 3) }
+  for (const kind of ['sb-0', 'sb-16384']) {
+    const mine = of(kind)
+    const samples = sum(mine.map((r) => r.samples))
+    out[`collector-${kind}`] = {
+      what: `the collector thread (${kind === 'sb-0' ? 'stackBytes 0' : 'stackBytes 16384'})`,
+      usPerSample: sum(mine.map((r) => r.collectorMs)) * 1000 / samples,
+      shareOfMainCpu: sum(mine.map((r) => r.collectorMs)) / sum(mine.map((r) => r.cpuMs)),
+      wakeupsPerSec: perSec(kind, 'collectorWakeups'),
+      samplesPerSec: samples / (sum(mine.map((r) => r.wallMs)) / 1000),
+      lockWaits: sum(mine.map((r) => r.codeLockWaits)),
+      lockWaitMs: sum(mine.map((r) => r.codeLockWaitMs)),
+      windows: mine.length
+    }
+  }
+  out.contention = {
+    what: 'the JS thread preempted (involuntary context switches per second)',
+    none: perSec('none', 'preempted'),
+    'sb-0': perSec('sb-0', 'preempted'),
+    'sb-16384': perSec('sb-16384', 'preempted'),
+    perf: kinds.includes('perf') ? perSec('perf', 'preempted') : null
+  }
+  if (kinds.includes('perf')) {
+    const mine = of('perf')
+    out.perf = {
+      what: '`perf record -e cpu-clock -F 999 -g -p PID` against unprofiled',
+      cpu: extra('perf', 'none', cpu, seed + 4),
+      wall: extra('perf', 'none', wall, seed + 5),
+      perfProcessShareOfMainCpu: sum(mine.map((r) => r.perfCpuMs)) / sum(mine.map((r) => r.cpuMs))
+    }
+    out.kflameVsPerf = { what: 'kflame (stackBytes 16384) against perf, same run', cpu: extra('sb-16384', 'perf', cpu, seed + 6), wall: extra('sb-16384', 'perf', wall, seed + 7) }
+    out.sb0VsPerf = { what: 'kflame (stackBytes 0) against perf, same run', cpu: extra('sb-0', 'perf', cpu, seed + 8) }
+  }
+  if (hookPairs.length) {
+    const ratios = hookPairs.map((p) => (p.with.cpuMs / p.with.units) / (p.without.cpuMs / p.without.units) - 1)
+    out.hook = { what: 'kflame loaded, never started (hook armed, --interpreted-frames-native-stack) against plain node; separate processes', cpu: summarize(ratios, seed + 9), pairs: hookPairs.length }
+  }
+  return out
+}
+
+// --- tables ---------------------------------------------------------------------------
+
+function readmeTables (r) {
+  const a = r.attribution
+  const pct = (x, d = 1) => x === null || x === undefined ? '-' : `${(x * 100).toFixed(d)}%`
+  const ci = (s) => s ? `${pct(s.median)} [${pct(s.ci95[0])}, ${pct(s.ci95[1])}]` : '-'
+  const num = (x, d = 1) => x === null || x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(d)
+  const c0 = a['collector-sb-0']
+  const c16 = a['collector-sb-16384']
+  const out = [
+    `${r.hz} Hz, ${r.rounds} rounds of ${r.kinds.length} alternating ~${r.windowMs} ms windows in one process ` +
+      '(median of per-round ratios of main-thread CPU per unit of work [bootstrap 95% interval]); ' +
+      `the hook row from ${a.hook ? a.hook.pairs : 0} pairs of separate processes`,
+    '',
+    '| where the cost goes | main-thread CPU | per main-thread sample | other |',
+    '| --- | --- | --- | --- |',
+    `| kernel sample path, callchain only (stackBytes 0 vs unprofiled) | ${ci(a.kernelCallchain.cpu)} | ${num(a.kernelCallchain.usPerSample)} µs | - |`,
+    `| + 16 KiB stack copy (stackBytes 16384 vs 0) | ${ci(a.stackCopy.cpu)} | ${num(a.stackCopy.usPerSample)} µs | - |`,
+    `| collector thread (its own CPU) | - | ${num(c16.usPerSample)} µs per sample (${num(c0.usPerSample)} without the copy) | ${pct(c16.shareOfMainCpu, 2)} of the main thread's CPU; ${num(c16.wakeupsPerSec, 0)} wake-ups/s for ${num(c16.samplesPerSec, 0)} samples/s |`,
+    `| contention: JS thread preempted | - | - | ${num(a.contention.none, 1)}/s unprofiled, ${num(a.contention['sb-16384'], 1)}/s kflame, ${num(a.contention.perf, 1)}/s perf |`,
+    `| code map lock: code events that waited | - | - | ${c16.lockWaits + c0.lockWaits} waits, ${num(c16.lockWaitMs + c0.lockWaitMs, 3)} ms in ${c16.windows + c0.windows} windows |`,
+    `| hook + --interpreted-frames-native-stack, never started (separate processes) | ${a.hook ? ci(a.hook.cpu) : '-'} | - | compile-heavy: fresh functions every 150 ms |`,
+    `| **kflame, default** (stackBytes 16384 vs unprofiled) | ${ci(a.kflame.cpu)} | - | wall ${ci(a.kflame.wall)} |`
+  ]
+  if (a.perf) {
+    out.push(`| **floor: perf record -F 999 -g** (vs unprofiled) | ${ci(a.perf.cpu)} | - | wall ${ci(a.perf.wall)}; perf's own process ${pct(a.perf.perfProcessShareOfMainCpu, 2)} of the main thread's CPU |`)
+    out.push(`| kflame against perf, same run | ${ci(a.kflameVsPerf.cpu)} | - | stackBytes 0 against perf: ${ci(a.sb0VsPerf.cpu)} |`)
+  }
+  return out
+}
+
+// --- main (parent) ------------------------------------------------------------------------
+
+const runChild = (nodeFlags, args) => runChildOf(__filename, nodeFlags, args)
+
+async function main () {
+  const args = process.argv.slice(2)
+  if (args[0] === '--child') {
+    const a = JSON.parse(args[1])
+    const r = a.mode === 'windows' ? await windowsChild(a) : hookChild(a)
+    process.stdout.write(MARK + JSON.stringify(r) + '\n')
+    return
+  }
+  const machine = machineNotes()
+  const quick = args.includes('--quick')
+  const rounds = Number(option(args, '--rounds')) || (quick ? 10 : 60)
+  const nPairs = Number(option(args, '--hook-pairs')) || (quick ? 3 : 12)
+  const windowMs = Number(option(args, '--window-ms')) || 150
+  const seed = Number(option(args, '--seed')) || 1
+  const jsonOut = option(args, '--json')
+  const notes = []
+  if (!perfCheck().ok) notes.push(`no perf row: ${perfCheck().why}`)
+
+  console.error(`windows: ${rounds} rounds × ${KINDS.length} windows ...`)
+  const w = runChild(['--expose-gc'], { mode: 'windows', rounds, windowMs, seed })
+  console.error(`hook: ${nPairs} pairs of processes ...`)
+  const hookPairs = []
+  for (let i = 0; i < nPairs; i++) {
+    const order = i % 2 ? [true, false] : [false, true]
+    const pair = {}
+    for (const withKflame of order) pair[withKflame ? 'with' : 'without'] = runChild([], { mode: 'hook', withKflame, ms: 1500 })
+    hookPairs.push(pair)
+  }
+  const addons = new Set(w.addon.map(String))
+  if (addons.size > 1) notes.push(`the addon was rebuilt during the run (mtimes ${[...addons].join(', ')})`)
+  const result = {
+    quick,
+    rounds,
+    hz: HZ,
+    windowMs,
+    seed,
+    kinds: w.kinds,
+    notes,
+    attribution: rows(w.runs, w.kinds, hookPairs, seed),
+    runs: w.runs,
+    hookPairs
+  }
+  console.log(`attribution: ${machineLine(machine)}`)
+  console.log(readmeTables(result).join('\n'))
+  for (const n of notes) console.log(`\nnote: ${n}`)
+  if (jsonOut) writeResults(jsonOut, machine, result)
+}
+
+module.exports = { readmeTables }
+
+if (require.main === module) main().catch((err) => { console.error(err); process.exitCode = 1 })
