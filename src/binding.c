@@ -483,19 +483,26 @@ static napi_value profile_result(napi_env env, kf_profile_t *profile, kf_labels_
   return result;
 }
 
-/* stop() -> { profile (external), labels, stats } */
+/* stop() -> { profile (external), labels, stats }. The session is taken
+ * out under the lock and named outside it: another isolate's calls
+ * (running(), cut(), a label, start()) need not wait for the naming. */
 static napi_value js_stop(napi_env env, napi_callback_info info) {
   (void)info;
-  kf_profile_t *profile = calloc(1, sizeof(*profile));
   kf_labels_t labels = {0};
-  if (!profile) return throw_code(env, -ENOMEM, 0);
   pthread_mutex_lock(&lock);
-  int rc = profiler ? kf_profiler_stop(profiler, profile)
-                    : -KF_ERR_NOT_RUNNING;
-  if (rc == 0) kf_labels_end(&labels);
+  kf_session_t *session = profiler ? kf_profiler_take(profiler) : NULL;
+  /* Labels end with the session, whatever becomes of its naming. */
+  if (session) kf_labels_end(&labels);
+  pthread_mutex_unlock(&lock);
+  if (!session) return throw_code(env, -KF_ERR_NOT_RUNNING, 0);
+  kf_profile_t *profile = calloc(1, sizeof(*profile));
+  int rc = profile ? kf_session_stop(session, profile) : -ENOMEM;
+  pthread_mutex_lock(&lock);
+  kf_profiler_give_back(profiler, session);
   pthread_mutex_unlock(&lock);
   if (rc != 0) {
-    free_profile(env, profile, NULL);
+    kf_labels_free(&labels);
+    if (profile) free_profile(env, profile, NULL);
     return throw_code(env, rc, 0);
   }
   return profile_result(env, profile, &labels);

@@ -697,7 +697,8 @@ static void *run(void *arg) {
 }
 
 int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
-                       kf_collector_t **out) {
+                       kf_collector_t **out, int *sys_errno) {
+  *sys_errno = ENOMEM;
   kf_collector_t *c = calloc(1, sizeof(*c));
   if (!c) return -ENOMEM;
   c->sampler = sampler;
@@ -736,13 +737,15 @@ int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
   pthread_cond_init(&c->window_done, NULL);
   c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   int rc = c->wake_fd < 0 ? -errno : -ENOMEM;
+  *sys_errno = -rc;
   if (!c->stacks || !c->agg || c->wake_fd < 0) goto fail;
   rc = pthread_create(&c->thread, NULL, run, c);
   if (rc != 0) {
-    errno = rc;
+    *sys_errno = rc; /* pthread_create returns its errno */
     rc = -KF_ERR_THREAD;
     goto fail;
   }
+  *sys_errno = 0;
   pthread_setname_np(c->thread, "kflame-collect");
   *out = c;
   return 0;

@@ -69,9 +69,10 @@ typedef struct kf_collector kf_collector_t;
 
 /* Starts the thread over an open sampler, or over opts->timer when sampler
  * is NULL (either must outlive the collector, as must opts->codemap).
- * Returns 0, -ENOMEM or -KF_ERR_THREAD. */
+ * Returns 0, -ENOMEM, -errno (the eventfd), or -KF_ERR_THREAD with the
+ * errno behind it in *sys_errno (set on every failure). */
 int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
-                       kf_collector_t **out);
+                       kf_collector_t **out, int *sys_errno);
 
 /* Wakes the thread, lets it drain what the rings still hold, joins it. The
  * caller disables a perf sampler first so the rings stop growing; a timer
