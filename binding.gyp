@@ -45,6 +45,20 @@
         "src/flamehtml.c",
         "src/jit_shim.cc"
       ],
+      "actions": [
+        {
+          "action_name": "embed",
+          "inputs": ["scripts/embed.js", "src/svgscript.js", "src/svgstyle.css", "src/framekinds.json"],
+          "outputs": [
+            "<(SHARED_INTERMEDIATE_DIR)/kflame/svgscript.js.h",
+            "<(SHARED_INTERMEDIATE_DIR)/kflame/svgstyle.css.h",
+            "<(SHARED_INTERMEDIATE_DIR)/kflame/framekinds.json.h"
+          ],
+          "action": ["node", "scripts/embed.js", "<(SHARED_INTERMEDIATE_DIR)/kflame",
+                     "src/svgscript.js", "src/svgstyle.css", "src/framekinds.json"]
+        }
+      ],
+      "include_dirs": ["<(SHARED_INTERMEDIATE_DIR)/kflame"],
       "cflags_c": ["-std=gnu11", "-Wall", "-Wextra", "-O2", "-fno-omit-frame-pointer"],
       "cflags_cc": ["-std=gnu++17", "-Wall", "-Wextra", "-O2", "-fno-omit-frame-pointer", "-fno-exceptions"],
       "libraries": ["-lelf", "-llzma", "-lunwind-x86_64", "-lunwind", "-lstdc++", "-lpthread", "-lrt"],

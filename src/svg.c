@@ -11,6 +11,7 @@
 #include "framelabel.h"
 #include "grow.h"
 #include "outbuf.h"
+#include "framekinds.json.h"
 #include "svgscript.h"
 #include "hash.h"
 
@@ -155,6 +156,15 @@ static int contains(const char *s, size_t n, const char *needle) {
   return memmem(s, n, needle, strlen(needle)) != NULL;
 }
 
+/* src/framekinds.json: the one list, shared with lib/exports/frames.js */
+static const char *const v8_code_prefixes[] = {KF_V8_CODE_PREFIXES};
+
+int kf_svg_v8_code(const char *name, size_t len) {
+  for (size_t i = 0; i < sizeof v8_code_prefixes / sizeof v8_code_prefixes[0]; i++)
+    if (starts_with(name, len, v8_code_prefixes[i])) return 1;
+  return 0;
+}
+
 static int kind_of(const kf_ftnode_t *f) {
   const char *s = f->name;
   size_t n = f->name_len;
@@ -163,10 +173,7 @@ static int kind_of(const kf_ftnode_t *f) {
   if (ends_with(s, n, "_[k]")) return KERNEL;
   /* _[i]: a JS function inlined into its caller, coloured as JS */
   if (ends_with(s, n, "_[j]") || ends_with(s, n, "_[i]")) {
-    static const char *const v8[] = {"Builtin:", "BytecodeHandler:", "RegExp:",
-                                     "Stub:", "Handler:", "(interpreted)", "[jit]"};
-    for (size_t i = 0; i < sizeof v8 / sizeof v8[0]; i++)
-      if (starts_with(s, n, v8[i])) return V8_CODE;
+    if (kf_svg_v8_code(s, n)) return V8_CODE;
     if (contains(s, n, "node_modules/")) return JS_MODULES;
     if (contains(s, n, " node:")) return JS_NODE;
     return JS_OWN;
