@@ -313,8 +313,6 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
   return o;
 }
 
-/* { line: Uint32Array, time: Float64Array (µs, CLOCK_MONOTONIC),
- *   tid: Uint32Array }: every sample, tied to its line of the folded text. */
 /* Sets obj[key] to a new Uint32Array (u32) or Float64Array of n elements;
  * *data is its memory (NULL when n is 0). Returns 0, or -1 with an
  * exception pending. */
@@ -331,7 +329,9 @@ static int add_typed_array(napi_env env, napi_value obj, const char *key,
   return 0;
 }
 
-/* Every sample the timeline kept as { line, time (µs), tid } typed arrays. */
+/* Every sample the timeline kept, tied to its line of the folded text:
+ * { line: Uint32Array, time: Float64Array (µs, CLOCK_MONOTONIC),
+ *   tid: Uint32Array }. */
 static napi_value make_samples(napi_env env, const kf_profile_t *p) {
   size_t n = p->timeline ? (size_t)kf_timeline_count(p->timeline) : 0;
   napi_value o;
@@ -390,8 +390,9 @@ static napi_value make_labels(napi_env env, const kf_labels_t *log) {
 /* A stopped profile stays in C, owned by a JS external, until the Profile
  * is collected: stop() costs the naming, not a copy; the folded text and
  * the samples become JS values only when asked, and a text too large for a
- * JS string is still written out (profileWrite). */
-/* `hint`: the bytes reported to V8 for it (profile_result), given back. */
+ * JS string is still written out (profileWrite). This is the external's
+ * finalizer; `hint` is the bytes reported to V8 for it (profile_result),
+ * given back. */
 static void free_profile(napi_env env, void *data, void *hint) {
   int64_t bytes = (int64_t)(intptr_t)hint, total;
   if (bytes && env) napi_adjust_external_memory(env, -bytes, &total);
@@ -466,14 +467,14 @@ static napi_value profile_result(napi_env env, kf_profile_t *profile, kf_labels_
     CHECK(env, napi_create_string_utf8(env, profile->perf_map, NAPI_AUTO_LENGTH, &path));
     CHECK(env, napi_set_named_property(env, stats, "perfMap", path));
   }
-  long map_rc = profile->stats.perf_map_lines;
-  if (map_rc < 0) { /* why the map written at stop failed, as advice */
+  long map_rc = profile->stats.perf_map_error;
+  if (map_rc < 0) { /* why the last write (at stop or before) failed */
     char advice[512];
-    napi_value why;
-    int code = map_rc <= -KF_ERR_BASE ? (int)map_rc : -KF_ERR_PERF_MAP;
-    kf_error_advice(code, map_rc <= -KF_ERR_BASE ? 0 : (int)-map_rc, advice, sizeof advice);
-    CHECK(env, napi_create_string_utf8(env, advice, NAPI_AUTO_LENGTH, &why));
-    CHECK(env, napi_set_named_property(env, stats, "perfMapError", why));
+    int sys_errno = map_rc <= -KF_ERR_BASE ? 0 : (int)-map_rc;
+    kf_error_advice(map_rc <= -KF_ERR_BASE ? (int)map_rc : -KF_ERR_PERF_MAP, sys_errno,
+                    advice, sizeof advice);
+    CHECK(env, set_str(env, stats, "perfMapError", advice));
+    CHECK(env, set_num(env, stats, "perfMapErrno", sys_errno));
   }
   CHECK(env, set_num(env, stats, "foldedBytes", (double)profile->folded_len));
   CHECK(env, napi_create_object(env, &result));

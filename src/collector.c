@@ -434,9 +434,7 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
     c->stats.no_memory++;
     return;
   }
-  if (c->stats.samples == 0) c->stats.first_time = time;
   c->stats.samples += rs.periods;
-  c->stats.last_time = time;
 }
 
 /* An off-CPU wait weighed in periods (offcpu.h): samples of their own. */
@@ -447,9 +445,7 @@ static int on_wait(void *ctx, uint32_t tid, uint64_t time, const uint64_t *ips,
     c->stats.no_memory++;
     return -ENOMEM;
   }
-  if (c->stats.samples == 0 || time < c->stats.first_time) c->stats.first_time = time;
   c->stats.samples += periods;
-  if (time > c->stats.last_time) c->stats.last_time = time;
   return 0;
 }
 
@@ -626,7 +622,7 @@ static void after_drain(kf_collector_t *c, uint64_t drain_began) {
   c->perf_map_generation = ms.generation;
   if (rc < 0) {
     c->stats.perf_map_errors++;
-    c->stats.perf_map_errno = (int)-rc;
+    c->stats.perf_map_error = rc;
   } else {
     c->stats.perf_map_writes++;
   }

@@ -369,6 +369,7 @@ int kf_session_stop(kf_session_t *s, kf_profile_t *out) {
   st->stack_copy_bytes = cs->stack_bytes;
   st->perf_map_writes = cs->perf_map_writes;
   st->perf_map_errors = cs->perf_map_errors;
+  st->perf_map_error = cs->perf_map_error;
   kf_offcpu_stats_t os;
   kf_collector_offcpu_stats(s->collector, &os);
   st->switch_samples = os.outs;
@@ -384,6 +385,7 @@ int kf_session_stop(kf_session_t *s, kf_profile_t *out) {
     st->code_evicted = ms.evicted - s->code_at_start.evicted;
     st->code_moved = ms.moved - s->code_at_start.moved;
     if (s->perf_map) st->perf_map_lines = kf_perfmap_write(s->opts.codemap, s->perf_map);
+    if (st->perf_map_lines < 0) st->perf_map_error = st->perf_map_lines;
   }
   /* The session's settings travel with its result: stop() may be called from
    * another isolate than start() (a worker), which knows nothing of them. */

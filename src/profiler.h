@@ -91,9 +91,11 @@ typedef struct kf_profile_stats {
   uint64_t code_live, code_bytes; /* code map at stop */
   uint64_t code_evicted, code_moved; /* during the profile */
   uint64_t code_events_dropped;  /* code events lost for lack of memory */
-  long perf_map_lines;           /* written at stop; -errno on failure */
+  long perf_map_lines;           /* written at stop; -errno or a KF_ERR
+                                    code on failure */
   uint64_t perf_map_writes;      /* while profiling */
   uint64_t perf_map_errors;
+  long perf_map_error;           /* the last failed write's -errno or code */
   /* The timeline (timeline.h): samples kept, dropped past its bound (or
    * all of them without one), bytes. */
   uint64_t timeline_samples, timeline_dropped, timeline_bytes;

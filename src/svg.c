@@ -67,13 +67,14 @@ static size_t chars(const char *s, size_t n) {
   return count;
 }
 
-/* Writes at most max_chars characters of s, escaped for XML text and
- * attributes; invalid UTF-8 and control characters become U+FFFD / '?'. */
+/* A byte that stands for itself in XML text and attributes. */
 static int plain(unsigned char c) {
   return c >= 0x20 && c < 0x7f && c != '&' && c != '<' && c != '>' && c != '"' &&
          c != '\'';
 }
 
+/* Writes at most max_chars characters of s, escaped for XML text and
+ * attributes; invalid UTF-8 and control characters become U+FFFD / '?'. */
 static void put_escaped(kf_outbuf_t *b, const char *s, size_t n, size_t max_chars) {
   size_t done = 0;
   for (size_t i = 0; i < n && done < max_chars; done++) {
