@@ -59,7 +59,7 @@ static void arm_env(napi_env env) {
   do {                                                                    \
     if ((call) != napi_ok) {                                              \
       const napi_extended_error_info *info = NULL;                        \
-      napi_get_last_error_info((env), &info);                             \
+      if (napi_get_last_error_info((env), &info) != napi_ok) info = NULL; \
       napi_throw_error((env), "KFLAME_ERR_NAPI",                          \
                        info && info->error_message ? info->error_message  \
                                                    : "Node-API call failed"); \
@@ -395,7 +395,10 @@ static napi_value make_labels(napi_env env, const kf_labels_t *log) {
  * given back. */
 static void free_profile(napi_env env, void *data, void *hint) {
   int64_t bytes = (int64_t)(intptr_t)hint, total;
-  if (bytes && env) napi_adjust_external_memory(env, -bytes, &total);
+  napi_status status = bytes && env ? napi_adjust_external_memory(env, -bytes, &total) : napi_ok;
+  /* A finalizer has no caller to tell: should the accounting fail, V8 only
+   * believes the heap a little larger than it is; the memory is freed. */
+  (void)status;
   kf_profile_free(data);
   free(data);
 }
@@ -425,8 +428,7 @@ static napi_value js_string_of(napi_env env, const char *text, size_t len,
   if (len <= JS_STRING_MAX && napi_create_string_utf8(env, text, len, &v) == napi_ok)
     return v;
   bool pending = false;
-  napi_is_exception_pending(env, &pending);
-  if (pending) return NULL;
+  if (napi_is_exception_pending(env, &pending) == napi_ok && pending) return NULL;
   char msg[512];
   if (len > JS_STRING_MAX)
     snprintf(msg, sizeof msg,
@@ -711,7 +713,10 @@ static napi_value render_string(napi_env env, napi_callback_info info, int html)
   }
   char *folded = malloc(len + 1);
   if (!folded) return throw_code(env, -ENOMEM, 0);
-  napi_get_value_string_utf8(env, argv[0], folded, len + 1, &len);
+  if (napi_get_value_string_utf8(env, argv[0], folded, len + 1, &len) != napi_ok) {
+    free(folded);
+    CHECK(env, napi_generic_failure);
+  }
   napi_value result = render_result(env, folded, len, &o, html);
   free(folded);
   return result;
@@ -940,12 +945,19 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   /* labels.js reads whether labels record straight from this word, so a
    * label costs no native call while no profile runs. Where external
    * buffers are not allowed (V8's sandbox), it calls labelOpen instead. */
-  napi_value word_ab, word;
+  napi_value word_ab, word, ignored;
   if (napi_create_external_arraybuffer(env, (void *)kf_labels_recording_word(),
                                        sizeof(int), NULL, NULL,
-                                       &word_ab) == napi_ok &&
-      napi_create_typedarray(env, napi_int32_array, 1, word_ab, 0, &word) == napi_ok)
-    napi_set_named_property(env, exports, "labelsRecording", word);
+                                       &word_ab) != napi_ok ||
+      napi_create_typedarray(env, napi_int32_array, 1, word_ab, 0, &word) != napi_ok ||
+      napi_set_named_property(env, exports, "labelsRecording", word) != napi_ok) {
+    /* labels.js falls back to labelOpen: nothing to report, and nothing
+     * may stay pending, or loading the addon would throw. */
+    bool pending = false;
+    if (napi_is_exception_pending(env, &pending) == napi_ok && pending &&
+        napi_get_and_clear_last_exception(env, &ignored) != napi_ok)
+      return NULL;
+  }
   isolate_hook_t *hook = calloc(1, sizeof(*hook));
   if (!hook || napi_set_instance_data(env, hook, disarm, NULL) != napi_ok) {
     free(hook);
