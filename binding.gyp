@@ -46,7 +46,20 @@
         "src/render/flamehtml.c",
         "src/jit/jit_shim.cc"
       ],
-      "include_dirs": ["src"],
+      "actions": [
+        {
+          "action_name": "embed",
+          "inputs": ["scripts/embed.js", "src/render/svgscript.js", "src/render/svgstyle.css", "src/render/framekinds.json"],
+          "outputs": [
+            "<(SHARED_INTERMEDIATE_DIR)/kflame/svgscript.js.h",
+            "<(SHARED_INTERMEDIATE_DIR)/kflame/svgstyle.css.h",
+            "<(SHARED_INTERMEDIATE_DIR)/kflame/framekinds.json.h"
+          ],
+          "action": ["node", "scripts/embed.js", "<(SHARED_INTERMEDIATE_DIR)/kflame",
+                     "src/render/svgscript.js", "src/render/svgstyle.css", "src/render/framekinds.json"]
+        }
+      ],
+      "include_dirs": ["src", "<(SHARED_INTERMEDIATE_DIR)/kflame"],
       "cflags_c": ["-std=gnu11", "-Wall", "-Wextra", "-O2", "-fno-omit-frame-pointer"],
       "cflags_cc": ["-std=gnu++17", "-Wall", "-Wextra", "-O2", "-fno-omit-frame-pointer", "-fno-exceptions"],
       "libraries": ["-lelf", "-llzma", "-lunwind-x86_64", "-lunwind", "-lstdc++", "-lpthread", "-lrt"],

@@ -8,6 +8,7 @@
 // and a text too large for one JS string is still written out whole by
 // write(path), straight from C.
 
+const os = require('node:os')
 const binding = require('./binding')
 const { renderSvg, checkSvgOptions } = require('./svg')
 const { renderHtml, profileHtml } = require('./html')
@@ -223,10 +224,11 @@ function warningsFor (raw, labels, workers) {
   if (raw.codeEventsDropped > 0) {
     warnings.push(`${raw.codeEventsDropped} JIT code events were dropped: out of memory; some JS frames may be unnamed`)
   }
-  if (raw.perfMapLines < 0 && raw.perfMapError) {
-    warnings.push(`the perf map could not be written to ${raw.perfMap} at stop: ${raw.perfMapError}`)
-  } else if (raw.perfMapErrors > 0 || raw.perfMapLines < 0) {
-    warnings.push('the perf map could not be written (see details.perfMapErrors): check the path is writable')
+  if (raw.perfMapError) {
+    // the errno's name (EACCES, ENOSPC) beside the advice, which has its text
+    const name = Object.keys(os.constants.errno).find((k) => os.constants.errno[k] === raw.perfMapErrno)
+    const when = raw.perfMapLines < 0 ? 'at stop' : `${raw.perfMapErrors} time(s) while profiling`
+    warnings.push(`the perf map could not be written to ${raw.perfMap} ${when}${name ? ` (${name})` : ''}: ${raw.perfMapError}`)
   }
   if (labels && labels.dropped > 0) {
     warnings.push(`${labels.dropped} labels were not recorded (over ${labels.tid.length} in one profile, ` +

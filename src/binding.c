@@ -60,7 +60,7 @@ static void arm_env(napi_env env) {
   do {                                                                    \
     if ((call) != napi_ok) {                                              \
       const napi_extended_error_info *info = NULL;                        \
-      napi_get_last_error_info((env), &info);                             \
+      if (napi_get_last_error_info((env), &info) != napi_ok) info = NULL; \
       napi_throw_error((env), "KFLAME_ERR_NAPI",                          \
                        info && info->error_message ? info->error_message  \
                                                    : "Node-API call failed"); \
@@ -320,8 +320,6 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
   return o;
 }
 
-/* { line: Uint32Array, time: Float64Array (µs, CLOCK_MONOTONIC),
- *   tid: Uint32Array }: every sample, tied to its line of the folded text. */
 /* Sets obj[key] to a new Uint32Array (u32) or Float64Array of n elements;
  * *data is its memory (NULL when n is 0). Returns 0, or -1 with an
  * exception pending. */
@@ -338,7 +336,9 @@ static int add_typed_array(napi_env env, napi_value obj, const char *key,
   return 0;
 }
 
-/* Every sample the timeline kept as { line, time (µs), tid } typed arrays. */
+/* Every sample the timeline kept, tied to its line of the folded text:
+ * { line: Uint32Array, time: Float64Array (µs, CLOCK_MONOTONIC),
+ *   tid: Uint32Array }. */
 static napi_value make_samples(napi_env env, const kf_profile_t *p) {
   size_t n = p->timeline ? (size_t)kf_timeline_count(p->timeline) : 0;
   napi_value o;
@@ -397,11 +397,15 @@ static napi_value make_labels(napi_env env, const kf_labels_t *log) {
 /* A stopped profile stays in C, owned by a JS external, until the Profile
  * is collected: stop() costs the naming, not a copy; the folded text and
  * the samples become JS values only when asked, and a text too large for a
- * JS string is still written out (profileWrite). */
-/* `hint`: the bytes reported to V8 for it (profile_result), given back. */
+ * JS string is still written out (profileWrite). This is the external's
+ * finalizer; `hint` is the bytes reported to V8 for it (profile_result),
+ * given back. */
 static void free_profile(napi_env env, void *data, void *hint) {
   int64_t bytes = (int64_t)(intptr_t)hint, total;
-  if (bytes && env) napi_adjust_external_memory(env, -bytes, &total);
+  napi_status status = bytes && env ? napi_adjust_external_memory(env, -bytes, &total) : napi_ok;
+  /* A finalizer has no caller to tell: should the accounting fail, V8 only
+   * believes the heap a little larger than it is; the memory is freed. */
+  (void)status;
   kf_profile_free(data);
   free(data);
 }
@@ -431,8 +435,7 @@ static napi_value js_string_of(napi_env env, const char *text, size_t len,
   if (len <= JS_STRING_MAX && napi_create_string_utf8(env, text, len, &v) == napi_ok)
     return v;
   bool pending = false;
-  napi_is_exception_pending(env, &pending);
-  if (pending) return NULL;
+  if (napi_is_exception_pending(env, &pending) == napi_ok && pending) return NULL;
   char msg[512];
   if (len > JS_STRING_MAX)
     snprintf(msg, sizeof msg,
@@ -473,14 +476,14 @@ static napi_value profile_result(napi_env env, kf_profile_t *profile, kf_labels_
     CHECK(env, napi_create_string_utf8(env, profile->perf_map, NAPI_AUTO_LENGTH, &path));
     CHECK(env, napi_set_named_property(env, stats, "perfMap", path));
   }
-  long map_rc = profile->stats.perf_map_lines;
-  if (map_rc < 0) { /* why the map written at stop failed, as advice */
+  long map_rc = profile->stats.perf_map_error;
+  if (map_rc < 0) { /* why the last write (at stop or before) failed */
     char advice[512];
-    napi_value why;
-    int code = map_rc <= -KF_ERR_BASE ? (int)map_rc : -KF_ERR_PERF_MAP;
-    kf_error_advice(code, map_rc <= -KF_ERR_BASE ? 0 : (int)-map_rc, advice, sizeof advice);
-    CHECK(env, napi_create_string_utf8(env, advice, NAPI_AUTO_LENGTH, &why));
-    CHECK(env, napi_set_named_property(env, stats, "perfMapError", why));
+    int sys_errno = map_rc <= -KF_ERR_BASE ? 0 : (int)-map_rc;
+    kf_error_advice(map_rc <= -KF_ERR_BASE ? (int)map_rc : -KF_ERR_PERF_MAP, sys_errno,
+                    advice, sizeof advice);
+    CHECK(env, set_str(env, stats, "perfMapError", advice));
+    CHECK(env, set_num(env, stats, "perfMapErrno", sys_errno));
   }
   CHECK(env, set_num(env, stats, "foldedBytes", (double)profile->folded_len));
   CHECK(env, napi_create_object(env, &result));
@@ -490,19 +493,26 @@ static napi_value profile_result(napi_env env, kf_profile_t *profile, kf_labels_
   return result;
 }
 
-/* stop() -> { profile (external), labels, stats } */
+/* stop() -> { profile (external), labels, stats }. The session is taken
+ * out under the lock and named outside it: another isolate's calls
+ * (running(), cut(), a label, start()) need not wait for the naming. */
 static napi_value js_stop(napi_env env, napi_callback_info info) {
   (void)info;
-  kf_profile_t *profile = calloc(1, sizeof(*profile));
   kf_labels_t labels = {0};
-  if (!profile) return throw_code(env, -ENOMEM, 0);
   pthread_mutex_lock(&lock);
-  int rc = profiler ? kf_profiler_stop(profiler, profile)
-                    : -KF_ERR_NOT_RUNNING;
-  if (rc == 0) kf_labels_end(&labels);
+  kf_session_t *session = profiler ? kf_profiler_take(profiler) : NULL;
+  /* Labels end with the session, whatever becomes of its naming. */
+  if (session) kf_labels_end(&labels);
+  pthread_mutex_unlock(&lock);
+  if (!session) return throw_code(env, -KF_ERR_NOT_RUNNING, 0);
+  kf_profile_t *profile = calloc(1, sizeof(*profile));
+  int rc = profile ? kf_session_stop(session, profile) : -ENOMEM;
+  pthread_mutex_lock(&lock);
+  kf_profiler_give_back(profiler, session);
   pthread_mutex_unlock(&lock);
   if (rc != 0) {
-    free_profile(env, profile, NULL);
+    kf_labels_free(&labels);
+    if (profile) free_profile(env, profile, NULL);
     return throw_code(env, rc, 0);
   }
   return profile_result(env, profile, &labels);
@@ -710,7 +720,10 @@ static napi_value render_string(napi_env env, napi_callback_info info, int html)
   }
   char *folded = malloc(len + 1);
   if (!folded) return throw_code(env, -ENOMEM, 0);
-  napi_get_value_string_utf8(env, argv[0], folded, len + 1, &len);
+  if (napi_get_value_string_utf8(env, argv[0], folded, len + 1, &len) != napi_ok) {
+    free(folded);
+    CHECK(env, napi_generic_failure);
+  }
   napi_value result = render_result(env, folded, len, &o, html);
   free(folded);
   return result;
@@ -940,12 +953,19 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   /* labels.js reads whether labels record straight from this word, so a
    * label costs no native call while no profile runs. Where external
    * buffers are not allowed (V8's sandbox), it calls labelOpen instead. */
-  napi_value word_ab, word;
+  napi_value word_ab, word, ignored;
   if (napi_create_external_arraybuffer(env, (void *)kf_labels_recording_word(),
                                        sizeof(int), NULL, NULL,
-                                       &word_ab) == napi_ok &&
-      napi_create_typedarray(env, napi_int32_array, 1, word_ab, 0, &word) == napi_ok)
-    napi_set_named_property(env, exports, "labelsRecording", word);
+                                       &word_ab) != napi_ok ||
+      napi_create_typedarray(env, napi_int32_array, 1, word_ab, 0, &word) != napi_ok ||
+      napi_set_named_property(env, exports, "labelsRecording", word) != napi_ok) {
+    /* labels.js falls back to labelOpen: nothing to report, and nothing
+     * may stay pending, or loading the addon would throw. */
+    bool pending = false;
+    if (napi_is_exception_pending(env, &pending) == napi_ok && pending &&
+        napi_get_and_clear_last_exception(env, &ignored) != napi_ok)
+      return NULL;
+  }
   isolate_hook_t *hook = calloc(1, sizeof(*hook));
   if (!hook || napi_set_instance_data(env, hook, disarm, NULL) != napi_ok) {
     free(hook);

@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <malloc.h>
 #include <stdlib.h>
@@ -23,10 +22,20 @@
 #include "symbols/symbolizer.h"
 #include "collect/threadrole.h"
 
+/* The symbol tables kept across sessions (ELF tables are costly to load),
+ * and the session running. A session owns the tables while it runs and
+ * while it is stopped (named) outside the caller's lock; the profiler has
+ * them back once the stop is done. */
 struct kf_profiler {
-  kf_symbolizer_t *symbolizer; /* kept across sessions: ELF tables are costly */
-  /* The first session loads the ELF tables and kallsyms on a thread of its
-   * own while it samples, so its stop() only names. */
+  kf_symbolizer_t *symbolizer; /* NULL while a session has them */
+  int preloaded;               /* they hold the ELF tables and kallsyms */
+  kf_session_t *session;       /* the one running, or NULL */
+};
+
+struct kf_session {
+  kf_symbolizer_t *symbolizer;
+  /* A session whose tables are not loaded yet loads them on a thread of
+   * its own while it samples, so its stop() only names. */
   pthread_t preload;
   int preloading, preloaded;
   int symbols_ready; /* set by the preload thread when done (atomic) */
@@ -64,66 +73,66 @@ kf_profiler_t *kf_profiler_new(void) {
 }
 
 static void *preload_symbols(void *arg) {
-  kf_profiler_t *p = arg;
-  kf_symbolizer_preload(p->symbolizer, p->preload_kernel);
+  kf_session_t *s = arg;
+  kf_symbolizer_preload(s->symbolizer, s->preload_kernel);
   /* The collector may name stacks from here on. */
-  __atomic_store_n(&p->symbols_ready, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&s->symbols_ready, 1, __ATOMIC_RELEASE);
   return NULL;
 }
 
-/* Hands the symbolizer back to the JS thread. */
-static void join_preload(kf_profiler_t *p) {
-  if (!p->preloading) return;
-  pthread_join(p->preload, NULL);
-  p->preloading = 0;
-  p->preloaded = 1;
+/* Hands the symbolizer back to the thread that stops the session. */
+static void join_preload(kf_session_t *s) {
+  if (!s->preloading) return;
+  pthread_join(s->preload, NULL);
+  s->preloading = 0;
+  s->preloaded = 1;
 }
 
-/* Runs first on the collector's thread (its on_start), the first session
- * only: created from the JS thread, the preload thread, busy for 100 ms
- * and more, could take the rest of the JS thread's time slice inside
- * start() (3-7 ms measured, on a 2-core machine with the other core
- * busy). p->preload_kernel was set before the collector started; the JS
- * thread reads p->preloading only after joining the collector. */
+/* Runs first on the collector's thread (its on_start), for a session whose
+ * tables are not loaded: created from the JS thread, the preload thread,
+ * busy for 100 ms and more, could take the rest of the JS thread's time
+ * slice inside start() (3-7 ms measured, on a 2-core machine with the other
+ * core busy). s->preload_kernel was set before the collector started; the
+ * stopping thread reads s->preloading only after joining the collector. */
 static void start_preload(void *arg) {
-  kf_profiler_t *p = arg;
+  kf_session_t *s = arg;
   /* Without a thread, the collector loads the tables as it names. */
-  if (pthread_create(&p->preload, NULL, preload_symbols, p) == 0) {
-    pthread_setname_np(p->preload, "kflame-symbols");
-    p->preloading = 1;
+  if (pthread_create(&s->preload, NULL, preload_symbols, s) == 0) {
+    pthread_setname_np(s->preload, "kflame-symbols");
+    s->preloading = 1;
   } else {
-    __atomic_store_n(&p->symbols_ready, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->symbols_ready, 1, __ATOMIC_RELEASE);
   }
 }
 
-static void close_session(kf_profiler_t *p) {
-  if (p->collector) kf_collector_free(p->collector);
-  if (p->sampler) kf_sampler_close(p->sampler);
-  kf_timer_close(p->timer);
-  if (p->opts.codemap) kf_codemap_keep_dead(p->opts.codemap, 0);
-  free(p->perf_map);
-  p->collector = NULL;
-  p->sampler = NULL;
-  p->timer = NULL;
-  p->perf_map = NULL;
+/* Closes what the session opened; its symbol tables stay (give_back). */
+static void end_session(kf_session_t *s) {
+  if (s->collector) kf_collector_free(s->collector);
+  if (s->sampler) kf_sampler_close(s->sampler);
+  kf_timer_close(s->timer);
+  if (s->opts.codemap) kf_codemap_keep_dead(s->opts.codemap, 0);
+  free(s->perf_map);
+  join_preload(s);
+  s->collector = NULL;
+  s->sampler = NULL;
+  s->timer = NULL;
+  s->perf_map = NULL;
+  s->opts.codemap = NULL;
 }
 
-void kf_profiler_free(kf_profiler_t *p) {
-  if (!p) return;
-  /* The collector starts the preload: stopped first, it has. */
-  if (kf_profiler_running(p)) {
-    if (p->sampler) kf_sampler_disable(p->sampler);
-    kf_collector_stop(p->collector);
-    close_session(p);
+void kf_profiler_give_back(kf_profiler_t *p, kf_session_t *s) {
+  if (!s) return;
+  end_session(s); /* a no-op after kf_session_stop */
+  if (!p->symbolizer) {
+    p->symbolizer = s->symbolizer;
+    p->preloaded = s->preloaded;
+  } else {
+    kf_symbolizer_free(s->symbolizer); /* a later session's are kept */
   }
-  join_preload(p);
-  kf_symbolizer_free(p->symbolizer);
-  free(p);
+  free(s);
 }
 
-int kf_profiler_running(const kf_profiler_t *p) {
-  return p->sampler != NULL || p->timer != NULL;
-}
+int kf_profiler_running(const kf_profiler_t *p) { return p->session != NULL; }
 
 /* perf_event_open refused or unusable here, where timers may still work. */
 static int timer_may_help(int rc) {
@@ -133,31 +142,30 @@ static int timer_may_help(int rc) {
 }
 
 /* Opens the sampler the mode asks for: AUTO tries perf, then the timers. */
-static int open_sampler(kf_profiler_t *p, const kf_profile_opts_t *opts,
+static int open_sampler(kf_session_t *s, const kf_profile_opts_t *opts,
                         int *sys_errno) {
   int rc = -KF_ERR_PERF_UNSUPPORTED;
-  p->perf_refused = p->perf_refused_errno = 0;
   /* Only perf events see a thread that waits: no fallback to the timer. */
   int offcpu = (opts->sampler.what & KF_WHAT_OFFCPU) != 0;
   if (offcpu && opts->mode == KF_MODE_TIMER) return -KF_ERR_OFFCPU_TIMER;
   if (offcpu) {
-    rc = kf_sampler_open(&opts->sampler, &p->sampler, sys_errno);
+    rc = kf_sampler_open(&opts->sampler, &s->sampler, sys_errno);
     if (rc == -EMFILE || rc == -ENFILE) rc = -KF_ERR_FD_LIMIT;
-    if (rc != 0) p->sampler = NULL;
+    if (rc != 0) s->sampler = NULL;
     return rc;
   }
   if (opts->mode != KF_MODE_TIMER) {
-    rc = kf_sampler_open(&opts->sampler, &p->sampler, sys_errno);
+    rc = kf_sampler_open(&opts->sampler, &s->sampler, sys_errno);
     /* Out of descriptors is the same advice wherever it struck: in
      * perf_event_open or in reading /sys or /proc before it. */
     if (rc == -EMFILE || rc == -ENFILE) rc = -KF_ERR_FD_LIMIT;
-    if (rc != 0) p->sampler = NULL;
+    if (rc != 0) s->sampler = NULL;
     if (rc == 0 || opts->mode == KF_MODE_PERF || !timer_may_help(rc)) return rc;
-    p->perf_refused = rc;
-    p->perf_refused_errno = *sys_errno;
+    s->perf_refused = rc;
+    s->perf_refused_errno = *sys_errno;
   }
-  rc = kf_timer_open(&opts->sampler, &p->timer, sys_errno);
-  if (rc != 0) p->timer = NULL;
+  rc = kf_timer_open(&opts->sampler, &s->timer, sys_errno);
+  if (rc != 0) s->timer = NULL;
   return rc;
 }
 
@@ -170,62 +178,71 @@ static uint64_t thread_cpu_ns(void) {
 int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
                       int *sys_errno) {
   *sys_errno = 0;
-  if (kf_profiler_running(p)) return -KF_ERR_RUNNING;
+  if (p->session) return -KF_ERR_RUNNING;
   uint64_t t0 = kf_now_ns(), cpu0 = thread_cpu_ns();
-  kf_start_phases_t *ph = &p->start_phases;
-  memset(ph, 0, sizeof *ph);
-  p->opts = *opts;
-  if (opts->perf_map && !(p->perf_map = strdup(opts->perf_map)))
+  kf_session_t *s = calloc(1, sizeof(*s));
+  if (!s) return -ENOMEM;
+  kf_start_phases_t *ph = &s->start_phases;
+  /* The tables kept from the last session, or new ones while a stop in
+   * another thread still names with those. */
+  s->symbolizer = p->symbolizer ? p->symbolizer : kf_symbolizer_new();
+  s->preloaded = p->symbolizer ? p->preloaded : 0;
+  if (!s->symbolizer) {
+    free(s);
     return -ENOMEM;
-  p->opts.perf_map = p->perf_map;
-  p->started_ns = kf_now_ns();
+  }
+  p->symbolizer = NULL;
+  s->opts = *opts;
+  int rc = opts->perf_map && !(s->perf_map = strdup(opts->perf_map)) ? -ENOMEM : 0;
+  s->opts.perf_map = s->perf_map;
+  s->opts.codemap = NULL; /* set once dead code is kept, for close_session */
+  s->started_ns = kf_now_ns();
   struct timespec wall;
   clock_gettime(CLOCK_REALTIME, &wall);
-  p->wall_start_ms = (uint64_t)wall.tv_sec * 1000 + (uint64_t)wall.tv_nsec / 1000000;
+  s->wall_start_ms = (uint64_t)wall.tv_sec * 1000 + (uint64_t)wall.tv_nsec / 1000000;
   /* Dead code is kept from before the first sample on. */
-  if (opts->codemap) {
+  if (rc == 0 && opts->codemap) {
     kf_codemap_keep_dead(opts->codemap, 1);
-    kf_codemap_stats(opts->codemap, &p->code_at_start);
+    kf_codemap_stats(opts->codemap, &s->code_at_start);
+    s->opts.codemap = opts->codemap;
   }
   uint64_t t1 = kf_now_ns();
-  int rc = open_sampler(p, opts, sys_errno);
-  if (rc != 0) {
-    close_session(p);
-    return rc;
-  }
+  if (rc == 0) rc = open_sampler(s, opts, sys_errno);
   uint64_t t2 = kf_now_ns();
   ph->sampler_ns = t2 - t1;
-  /* The first session's collector names once the preload is done. */
-  __atomic_store_n(&p->symbols_ready, p->preloaded, __ATOMIC_RELEASE);
-  kf_collector_opts_t copts = {.codemap = opts->codemap,
-                               .perf_map = p->perf_map,
-                               .v8layout = opts->v8layout,
-                               .funcpos = opts->funcpos,
-                               .timer = p->timer,
-                               .dwarf = opts->dwarf,
-                               .symbolizer = p->symbolizer,
-                               .symbols_ready = &p->symbols_ready,
-                               .keep_tiers = opts->keep_tiers,
-                               .timeline_max = opts->timeline_max,
-                               .offcpu_period_ns = 1000000000ULL /
-                                   (opts->sampler.hz ? opts->sampler.hz : 99)};
-  if (!p->preloaded) {
-    p->preload_kernel = p->sampler && kf_sampler_info(p->sampler)->kernel;
-    copts.on_start = start_preload;
-    copts.on_start_arg = p;
-  }
-  rc = kf_collector_start(p->sampler, &copts, &p->collector);
-  if (rc != 0) {
-    *sys_errno = -rc < KF_ERR_BASE ? -rc : errno;
+  if (rc == 0) {
+    /* A session whose tables are not loaded names once the preload is done. */
+    __atomic_store_n(&s->symbols_ready, s->preloaded, __ATOMIC_RELEASE);
+    kf_collector_opts_t copts = {.codemap = opts->codemap,
+                                 .perf_map = s->perf_map,
+                                 .v8layout = opts->v8layout,
+                                 .funcpos = opts->funcpos,
+                                 .timer = s->timer,
+                                 .dwarf = opts->dwarf,
+                                 .symbolizer = s->symbolizer,
+                                 .symbols_ready = &s->symbols_ready,
+                                 .keep_tiers = opts->keep_tiers,
+                                 .timeline_max = opts->timeline_max,
+                                 .offcpu_period_ns = 1000000000ULL /
+                                     (opts->sampler.hz ? opts->sampler.hz : 99)};
+    if (!s->preloaded) {
+      s->preload_kernel = s->sampler && kf_sampler_info(s->sampler)->kernel;
+      copts.on_start = start_preload;
+      copts.on_start_arg = s;
+    }
+    rc = kf_collector_start(s->sampler, &copts, &s->collector, sys_errno);
     if (rc == -EMFILE || rc == -ENFILE) rc = -KF_ERR_FD_LIMIT;
-    p->collector = NULL;
-    close_session(p);
+    if (rc != 0) s->collector = NULL;
+  }
+  if (rc != 0) {
+    kf_profiler_give_back(p, s);
     return rc;
   }
   uint64_t t3 = kf_now_ns(), cpu = thread_cpu_ns() - cpu0;
   ph->collector_ns = t3 - t2;
   ph->total_ns = t3 - t0;
   ph->off_cpu_ns = ph->total_ns > cpu ? ph->total_ns - cpu : 0;
+  p->session = s;
   return 0;
 }
 
@@ -289,16 +306,16 @@ static void give_back_heap(void) {
 
 /* The stats that say how the session samples, for its result and for each
  * window of it: set at start, safe to read while the collector runs. */
-static void settings_stats(const kf_profiler_t *p, const kf_sampler_info_t *info,
+static void settings_stats(const kf_session_t *s, const kf_sampler_info_t *info,
                            kf_profile_stats_t *st) {
-  st->hz = p->opts.sampler.hz;
-  st->what = p->sampler ? info->what : KF_WHAT_CPU;
-  st->max_switch_rate = p->opts.sampler.max_switch_rate;
-  st->source_maps = p->opts.source_maps;
-  st->mode = p->sampler ? KF_MODE_PERF : KF_MODE_TIMER;
-  st->perf_refused = p->perf_refused;
-  st->perf_refused_errno = p->perf_refused_errno;
-  st->event = p->opts.sampler.event;
+  st->hz = s->opts.sampler.hz;
+  st->what = s->sampler ? info->what : KF_WHAT_CPU;
+  st->max_switch_rate = s->opts.sampler.max_switch_rate;
+  st->source_maps = s->opts.source_maps;
+  st->mode = s->sampler ? KF_MODE_PERF : KF_MODE_TIMER;
+  st->perf_refused = s->perf_refused;
+  st->perf_refused_errno = s->perf_refused_errno;
+  st->event = s->opts.sampler.event;
   st->kernel = info->kernel;
   st->kernel_refused = info->kernel_refused;
   st->inherit_thread = info->inherit_thread;
@@ -307,9 +324,9 @@ static void settings_stats(const kf_profiler_t *p, const kf_sampler_info_t *info
   st->attached = info->threads;
   st->cpus = info->cpus;
   st->stack_bytes = info->stack_bytes;
-  st->v8_layout = p->opts.v8layout != NULL;
+  st->v8_layout = s->opts.v8layout != NULL;
   st->code_events_dropped = kf_jithook_dropped();
-  st->start = p->start_phases;
+  st->start = s->start_phases;
 }
 
 /* The folded text, roots and timeline of a named profile (a session's or
@@ -346,19 +363,24 @@ static int profile_of(kf_aggregate_t *agg, uint32_t max_frames, kf_profile_t *ou
   return rc;
 }
 
-int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
+kf_session_t *kf_profiler_take(kf_profiler_t *p) {
+  kf_session_t *s = p->session;
+  p->session = NULL;
+  return s;
+}
+
+int kf_session_stop(kf_session_t *s, kf_profile_t *out) {
   memset(out, 0, sizeof(*out));
-  if (!kf_profiler_running(p)) return -KF_ERR_NOT_RUNNING;
   uint64_t t0 = kf_now_ns();
-  if (p->sampler) kf_sampler_disable(p->sampler);
-  kf_collector_stop(p->collector);
+  if (s->sampler) kf_sampler_disable(s->sampler);
+  kf_collector_stop(s->collector);
 
   kf_profile_stats_t *st = &out->stats;
   st->stop_drain_ns = kf_now_ns() - t0;
   const kf_sampler_info_t *info =
-      p->sampler ? kf_sampler_info(p->sampler) : kf_timer_info(p->timer);
-  const kf_collector_stats_t *cs = kf_collector_stats(p->collector);
-  settings_stats(p, info, st);
+      s->sampler ? kf_sampler_info(s->sampler) : kf_timer_info(s->timer);
+  const kf_collector_stats_t *cs = kf_collector_stats(s->collector);
+  settings_stats(s, info, st);
   st->duplicates = cs->duplicates;
   st->foreign = cs->foreign;
   st->corrupt = cs->corrupt;
@@ -374,62 +396,64 @@ int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out) {
   st->stack_copy_bytes = cs->stack_bytes;
   st->perf_map_writes = cs->perf_map_writes;
   st->perf_map_errors = cs->perf_map_errors;
+  st->perf_map_error = cs->perf_map_error;
   kf_offcpu_stats_t os;
-  kf_collector_offcpu_stats(p->collector, &os);
+  kf_collector_offcpu_stats(s->collector, &os);
   st->switch_samples = os.outs;
   st->switch_paired = os.paired;
   st->switch_unpaired = os.unpaired;
   st->offcpu_ns = os.weighted_ns;
   st->offcpu_samples = os.samples;
-  if (p->opts.codemap) {
+  if (s->opts.codemap) {
     kf_codemap_stats_t ms;
-    kf_codemap_stats(p->opts.codemap, &ms);
+    kf_codemap_stats(s->opts.codemap, &ms);
     st->code_live = ms.live;
     st->code_bytes = ms.bytes;
-    st->code_evicted = ms.evicted - p->code_at_start.evicted;
-    st->code_moved = ms.moved - p->code_at_start.moved;
-    st->code_lock_waits = ms.lock_waits - p->code_at_start.lock_waits;
-    st->code_lock_wait_ns = ms.lock_wait_ns - p->code_at_start.lock_wait_ns;
-    if (p->perf_map) st->perf_map_lines = kf_perfmap_write(p->opts.codemap, p->perf_map);
+    st->code_evicted = ms.evicted - s->code_at_start.evicted;
+    st->code_moved = ms.moved - s->code_at_start.moved;
+    st->code_lock_waits = ms.lock_waits - s->code_at_start.lock_waits;
+    st->code_lock_wait_ns = ms.lock_wait_ns - s->code_at_start.lock_wait_ns;
+    if (s->perf_map) st->perf_map_lines = kf_perfmap_write(s->opts.codemap, s->perf_map);
+    if (st->perf_map_lines < 0) st->perf_map_error = st->perf_map_lines;
   }
   /* The session's settings travel with its result: stop() may be called from
    * another isolate than start() (a worker), which knows nothing of them. */
   int rc = 0;
-  if (p->perf_map && !(out->perf_map = strdup(p->perf_map))) rc = -ENOMEM;
+  if (s->perf_map && !(out->perf_map = strdup(s->perf_map))) rc = -ENOMEM;
 
   /* The rings are drained: give the fds and locked memory back before the
    * slow part. The collector's tables stay until naming is done. */
   uint32_t max_frames = info->max_stack;
-  kf_sampler_close(p->sampler);
-  p->sampler = NULL;
-  kf_timer_close(p->timer);
-  p->timer = NULL;
+  kf_sampler_close(s->sampler);
+  s->sampler = NULL;
+  kf_timer_close(s->timer);
+  s->timer = NULL;
 
   /* The collector named all but its last second or so (namer.h). */
-  join_preload(p);
+  join_preload(s);
   uint64_t t1 = kf_now_ns();
-  kf_collector_finish(p->collector); /* what it could not name is counted */
+  kf_collector_finish(s->collector); /* what it could not name is counted */
   st->stop_name_ns = kf_now_ns() - t1;
   /* Since the last window a continuous profile took, if any. */
   kf_window_stats_t ws;
-  kf_collector_window(p->collector, &ws);
+  kf_collector_window(s->collector, &ws);
   st->started_ns = ws.start;
   st->duration_ns = kf_now_ns() - ws.start;
-  st->wall_start_ms = p->wall_start_ms + (ws.start - p->started_ns) / 1000000;
+  st->wall_start_ms = s->wall_start_ms + (ws.start - s->started_ns) / 1000000;
   st->lost = ws.lost;
   st->no_memory = ws.no_memory;
   uint64_t t2 = kf_now_ns();
-  if (rc == 0) rc = profile_of(kf_collector_aggregate(p->collector), max_frames, out);
+  if (rc == 0) rc = profile_of(kf_collector_aggregate(s->collector), max_frames, out);
   st->stop_fold_ns = kf_now_ns() - t2;
-  st->kernel_hidden = st->kernel && kf_symbolizer_kernel_hidden(p->symbolizer);
+  st->kernel_hidden = st->kernel && kf_symbolizer_kernel_hidden(s->symbolizer);
   kf_symbolizer_stats_t ss;
-  kf_collector_names_stats(p->collector, &ss);
+  kf_collector_names_stats(s->collector, &ss);
   st->native_from_debug = ss.from_debug;
   st->native_folded = ss.folded;
   kf_symbolizer_cache_t cache;
-  kf_symbolizer_cache(p->symbolizer, &cache); /* the collector has joined */
+  kf_symbolizer_cache(s->symbolizer, &cache); /* the collector has joined */
   st->symbol_cache_bytes = cache.bytes;
-  close_session(p);
+  end_session(s);
   uint64_t t3 = kf_now_ns();
   give_back_heap();
   st->stop_trim_ns = kf_now_ns() - t3;
@@ -449,8 +473,10 @@ void kf_profile_free(kf_profile_t *profile) {
 }
 
 int kf_profiler_drop_caches(kf_profiler_t *p, kf_symbolizer_cache_t *dropped) {
-  if (kf_profiler_running(p)) return -KF_ERR_RUNNING;
-  join_preload(p);
+  memset(dropped, 0, sizeof(*dropped));
+  if (p->session) return -KF_ERR_RUNNING;
+  /* A stop still naming in another thread has them: it keeps them. */
+  if (!p->symbolizer) return 0;
   kf_symbolizer_cache(p->symbolizer, dropped);
   kf_symbolizer_drop(p->symbolizer);
   give_back_heap();
@@ -459,27 +485,28 @@ int kf_profiler_drop_caches(kf_profiler_t *p, kf_symbolizer_cache_t *dropped) {
 }
 
 int kf_profiler_cut(kf_profiler_t *p) {
-  if (!kf_profiler_running(p)) return -KF_ERR_NOT_RUNNING;
-  return kf_collector_cut(p->collector);
+  if (!p->session) return -KF_ERR_NOT_RUNNING;
+  return kf_collector_cut(p->session->collector);
 }
 
 int kf_profiler_take_window(kf_profiler_t *p, int timeout_ms, kf_profile_t *out) {
   memset(out, 0, sizeof(*out));
-  if (!kf_profiler_running(p)) return -KF_ERR_NOT_RUNNING;
+  kf_session_t *s = p->session;
+  if (!s) return -KF_ERR_NOT_RUNNING;
   kf_aggregate_t *agg;
   kf_window_stats_t ws;
-  int rc = kf_collector_take_window(p->collector, timeout_ms, &agg, &ws);
+  int rc = kf_collector_take_window(s->collector, timeout_ms, &agg, &ws);
   if (rc != 0) return rc;
   kf_profile_stats_t *st = &out->stats;
-  settings_stats(p, p->sampler ? kf_sampler_info(p->sampler) : kf_timer_info(p->timer), st);
+  const kf_sampler_info_t *info = s->sampler ? kf_sampler_info(s->sampler) : kf_timer_info(s->timer);
+  settings_stats(s, info, st);
   st->started_ns = ws.start;
   st->duration_ns = ws.end - ws.start;
-  st->wall_start_ms = p->wall_start_ms + (ws.start - p->started_ns) / 1000000;
+  st->wall_start_ms = s->wall_start_ms + (ws.start - s->started_ns) / 1000000;
   st->lost = ws.lost;
   st->no_memory = ws.no_memory;
-  uint32_t max_frames = (p->sampler ? kf_sampler_info(p->sampler) : kf_timer_info(p->timer))->max_stack;
   uint64_t t0 = kf_now_ns();
-  rc = profile_of(agg, max_frames, out);
+  rc = profile_of(agg, info->max_stack, out);
   st->stop_fold_ns = st->stop_ns = kf_now_ns() - t0;
   kf_aggregate_free(agg);
   if (rc != 0) kf_profile_free(out);

@@ -2,7 +2,16 @@
  * profiler: one profiling session at a time, from start() to the folded
  * text. Glues the sampler (perf events), the collector (its thread) and the
  * symbolizer (names), and decides each thread's root frame.
- * Called on the JS thread only; the binding owns the single instance.
+ *
+ * The binding owns the single instance, shared by every isolate (the main
+ * thread's and the workers'): kf_profiler_* calls may come from any of
+ * their JS threads, one at a time (the caller serialises them with its
+ * mutex). Stopping is split so that the slow part runs outside that mutex:
+ * kf_profiler_take() takes the session out (cheap, under the mutex),
+ * kf_session_stop() names and folds it (without the mutex: the session is
+ * the caller's alone), kf_profiler_give_back() returns its symbol tables
+ * (under the mutex). Meanwhile another thread may start a new session,
+ * which then loads symbol tables of its own.
  */
 #ifndef KF_PROFILER_H
 #define KF_PROFILER_H
@@ -94,9 +103,11 @@ typedef struct kf_profile_stats {
    * during the profile (codemap.h) */
   uint64_t code_lock_waits, code_lock_wait_ns;
   uint64_t code_events_dropped;  /* code events lost for lack of memory */
-  long perf_map_lines;           /* written at stop; -errno on failure */
+  long perf_map_lines;           /* written at stop; -errno or a KF_ERR
+                                    code on failure */
   uint64_t perf_map_writes;      /* while profiling */
   uint64_t perf_map_errors;
+  long perf_map_error;           /* the last failed write's -errno or code */
   /* The timeline (timeline.h): samples kept, dropped past its bound (or
    * all of them without one), bytes. */
   uint64_t timeline_samples, timeline_dropped, timeline_bytes;
@@ -124,9 +135,10 @@ typedef struct kf_profile {
 } kf_profile_t;
 
 typedef struct kf_profiler kf_profiler_t;
+typedef struct kf_session kf_session_t;
 
+/* Lives as long as the process: the binding never frees it. */
 kf_profiler_t *kf_profiler_new(void);
-void kf_profiler_free(kf_profiler_t *p); /* stops a running session first */
 
 int kf_profiler_running(const kf_profiler_t *p);
 
@@ -135,11 +147,20 @@ int kf_profiler_running(const kf_profiler_t *p);
 int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
                       int *sys_errno);
 
+/* The running session, taken out: the profiler runs none from here on
+ * (running() is false, start() may begin another). NULL when none runs. */
+kf_session_t *kf_profiler_take(kf_profiler_t *p);
+
 /* Stops sampling, joins the collector, closes every event and ring, and
  * names the stacks. On success *out owns the folded text (free with
  * kf_profile_free). Even when naming fails for lack of memory, the events
- * are closed. */
-int kf_profiler_stop(kf_profiler_t *p, kf_profile_t *out);
+ * are closed. Any thread, without the profiler's caller's mutex. */
+int kf_session_stop(kf_session_t *s, kf_profile_t *out);
+
+/* Gives the session's symbol tables back to the profiler for the next
+ * session (or frees them when a newer session keeps its own) and frees
+ * the session; closes it first when kf_session_stop was not called. */
+void kf_profiler_give_back(kf_profiler_t *p, kf_session_t *s);
 
 void kf_profile_free(kf_profile_t *profile);
 
@@ -150,13 +171,15 @@ void kf_profile_free(kf_profile_t *profile);
  * taken, or -KF_ERR_NOT_RUNNING; take_window 0, -EAGAIN (not made yet) or
  * an error. Windows tile the profile's time: a sample goes to the window
  * its time falls in; stop() returns the samples after the last window
- * taken, a window cut and not taken included. JS thread. */
+ * taken, a window cut and not taken included. */
 int kf_profiler_cut(kf_profiler_t *p);
 int kf_profiler_take_window(kf_profiler_t *p, int timeout_ms, kf_profile_t *out);
 
 /* Frees the symbol tables kept across profiles (symbolizer.h), saying what
  * they held in *dropped; the next start() loads them again. Returns 0, or
- * -KF_ERR_RUNNING while a profile runs (its collector names with them). */
+ * -KF_ERR_RUNNING while a profile runs (its collector names with them).
+ * While a stop in another thread still names with them, nothing is freed
+ * (zeros in *dropped). */
 int kf_profiler_drop_caches(kf_profiler_t *p, kf_symbolizer_cache_t *dropped);
 
 #endif

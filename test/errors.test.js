@@ -125,3 +125,35 @@ t.test('no free descriptor at all -> KFLAME_ERR_FD_LIMIT, and a start() once fds
   t.equal(out.running, false)
   t.type(out.samples, 'number', 'a later start() works')
 })
+
+// stop() that fails once the session is closed (out of memory copying the
+// perf map path, through the shim) still ends the label log: labels must
+// not go on recording (up to 4M entries) with no profile to put them in.
+t.test('stop() failing after the session closed: labels stop recording, a new profile starts', async (t) => {
+  const os = require('node:os')
+  const path = require('node:path')
+  const map = path.join(os.tmpdir(), `kflame-fault-${process.pid}-${Date.now()}.map`)
+  t.teardown(() => fs.rmSync(map, { force: true }))
+  const r = runWithFaults(`
+    const kflame = require('.')
+    const binding = require('./lib/binding')
+    kflame.start({ hz: 99, perfMap: ${JSON.stringify(map)} })
+    const out = {}
+    kflame.label('open-at-stop', () => {
+      try { kflame.stop() } catch (err) { out.code = err.code }
+    })
+    out.running = binding.running()
+    out.recording = binding.labelsRecording ? binding.labelsRecording[0] : 0
+    out.handle = binding.labelOpen('after-the-failed-stop')
+    kflame.start({ hz: 99 })
+    out.nextHandle = binding.labelOpen('in-the-next-profile')
+    kflame.stop()
+    console.log(JSON.stringify(out))`,
+  // the first copy is start()'s, the second stop()'s
+  { KFLAME_FAULT_STRDUP: map, KFLAME_FAULT_STRDUP_AFTER: '1' })
+  t.equal(r.code, 'KFLAME_ERR_SYSTEM', 'stop() failed for want of memory')
+  t.equal(r.running, false)
+  t.equal(r.recording, 0, 'the label log is not recording')
+  t.equal(r.handle, -1, 'a label opened now is not recorded')
+  t.ok(r.nextHandle >= 0, 'the next profile records labels again')
+})

@@ -606,3 +606,17 @@ t.test('a real profile exports in every format, every sample counted', async (t)
   t.equal(decodePprof(folded.pprof()).sample.reduce((sum, s) => sum + Number(s.value[0]), 0), n, 'from folded text too')
   t.equal(folded.cpuprofile().samples.length, n)
 })
+
+// test/fixtures/frame-kinds.txt, which test/c/test_svg.c reads too: the
+// exports call a JIT frame 'jit' exactly when the SVG colours it as V8's code
+// (one list, src/render/framekinds.json).
+t.test('parseFrame and the SVG agree on which JIT frames are V8\'s own code', async (t) => {
+  const lines = fs.readFileSync(path.join(__dirname, 'fixtures', 'frame-kinds.txt'), 'utf8')
+    .split('\n').filter((l) => l && !l.startsWith('#'))
+  t.ok(lines.length >= 20)
+  for (const line of lines) {
+    const kind = line.slice(0, line.indexOf(' '))
+    const name = line.slice(kind.length + 1)
+    t.equal(parseFrame(name).kind, kind, name)
+  }
+})

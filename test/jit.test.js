@@ -85,6 +85,31 @@ t.test('perf map: written while profiling and at stop, sorted, no overlaps', asy
   t.notOk(fs.readdirSync(dir).some((f) => f.endsWith('.tmp')), 'no temporary file left')
 })
 
+// The perf map's warning says why a write failed: the errno's name and the
+// advice, for the refreshes while profiling as for the write at stop.
+t.test('perf map writes that fail: the warning names the errno and the fix', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-map-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const file = path.join(dir, 'later', 'perf.map') // its directory comes only before stop()
+  kflame.start({ hz: 99, perfMap: file })
+  // past the collector's once-a-second refresh, with new code to write
+  const end = Date.now() + 1300
+  for (let i = 0; Date.now() < end; i++) new Function('x', `return x + ${i}`)(i) // eslint-disable-line no-new-func
+  fs.mkdirSync(path.dirname(file))
+  const p = kflame.stop()
+  t.ok(p.stats.details.perfMapErrors > 0, 'a refresh failed')
+  t.ok(p.stats.details.perfMapLines > 0, 'the write at stop worked')
+  t.match(p.stats.warnings.join('\n'),
+    /perf map could not be written to .*perf\.map \d+ time\(s\) while profiling \(ENOENT\): cannot write the perf map \(No such file or directory\)\. Fix: /)
+
+  const blocked = path.join(dir, 'a-file')
+  fs.writeFileSync(blocked, '')
+  kflame.start({ hz: 99, perfMap: path.join(blocked, 'perf.map') })
+  const q = kflame.stop()
+  t.ok(q.stats.details.perfMapLines < 0, 'the write at stop failed')
+  t.match(q.stats.warnings.join('\n'), /perf map could not be written to .* at stop \(ENOTDIR\): cannot write the perf map \(Not a directory\)/)
+})
+
 t.test('writePerfMap(path) and its errors', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-map-'))
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))

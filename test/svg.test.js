@@ -98,3 +98,22 @@ t.test('renderSvgFile: file to file, same output, clear errors', async (t) => {
   t.throws(() => kflame.renderSvgFile(input, path.join(dir, 'no', 'such', 'dir.svg')), { code: 'KFLAME_ERR_WRITE' })
   t.throws(() => kflame.renderSvgFile('', out), { code: 'KFLAME_ERR_INVALID_ARG' })
 })
+
+// The script and style live as files (src/render/svgscript.js, src/render/svgstyle.css),
+// embedded at build time by scripts/embed.js: the script must parse, and
+// every SVG must carry exactly these files.
+t.test('the embedded script and style are the files in src/, and the script parses', async (t) => {
+  const vm = require('node:vm')
+  const script = fs.readFileSync(path.join(__dirname, '..', 'src', 'render', 'svgscript.js'), 'utf8')
+  const style = fs.readFileSync(path.join(__dirname, '..', 'src', 'render', 'svgstyle.css'), 'utf8')
+  t.doesNotThrow(() => new vm.Script(script, { filename: 'src/render/svgscript.js' }), 'the script parses')
+  // kfLabel, src/render/framelabel.h's rule, runs without a browser
+  const context = { window: { addEventListener () {} } }
+  vm.runInNewContext(script, context)
+  t.equal(context.kfLabel('run /srv/app/src/work.js:17:14_[j]', '/srv/app'), 'run src/work.js:17')
+  t.notMatch(script, /\]\]>/, 'nothing in the script ends its CDATA section')
+  t.notMatch(style, /<\//, 'nothing in the style ends its element')
+  const { svg } = kflame.renderSvg('all;main 1\n')
+  t.equal(svg.slice(svg.indexOf('<script><![CDATA[\n') + 18, svg.indexOf(']]></script>')), script)
+  t.equal(svg.slice(svg.indexOf('<style>') + 7, svg.indexOf('</style>')), style.replace(/\n/g, ''))
+})

@@ -17,8 +17,10 @@ const JS_POSITION = /:(\d+):(\d+)$/
 // What a script URL can start with: a path, a scheme (node:, file:), node's
 // [eval]/[stdin]/[worker eval], vm's evalmachine.<anonymous>, V8's symbol names.
 const URL_START = /^(?:\/|\.\.?\/|[A-Za-z][\w+.-]*:|\[|<|evalmachine\.|symbol\(hash )/
-// V8's names for its own code, never a JS function even with a ":n:n" tail.
-const V8_CODE = /^(?:Builtin|BytecodeHandler|RegExp|Stub|Handler|Callback|Function|Script|Eval|Wasm|WasmBuiltin):/
+// V8's names for its own code, never a JS function even with a ":n:n" tail:
+// src/render/framekinds.json, the list src/render/svg.c colours by too.
+const { v8CodePrefixes } = require('../../src/render/framekinds.json')
+const isV8Code = (body) => v8CodePrefixes.some((prefix) => body.startsWith(prefix))
 // Code of an object that no symbol covers: "[libc.so.6]" (kflame folds it
 // into one frame per object), or "libc.so.6+0x891f5" (older profiles).
 const OBJECT_FOLDED = /^\[([^\s[\]]+)\]$/
@@ -82,10 +84,13 @@ function parseFrame (name, isRoot = false) {
   if (name.endsWith('_[k]')) return parsed(name.slice(0, -4), '', 0, 0, 'kernel')
   if (name.endsWith('_[j]')) {
     const body = name.slice(0, -4)
-    return (!V8_CODE.test(body) && parseJs(body)) || parsed(body, '', 0, 0, 'jit')
+    return (!isV8Code(body) && parseJs(body)) || parsed(body, '', 0, 0, 'jit')
   }
   // a JS function inlined into its caller's optimized code
-  if (name.endsWith('_[i]')) return parseJs(name.slice(0, -4)) || parsed(name.slice(0, -4), '', 0, 0, 'jit')
+  if (name.endsWith('_[i]')) {
+    const body = name.slice(0, -4)
+    return (!isV8Code(body) && parseJs(body)) || parsed(body, '', 0, 0, 'jit')
+  }
   let object = OBJECT_FOLDED.exec(name)
   if (object && NOT_OBJECTS.has(object[1])) object = null
   if (!object) object = OBJECT_OFFSET.exec(name)

@@ -434,9 +434,7 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
     c->stats.no_memory++;
     return;
   }
-  if (c->stats.samples == 0) c->stats.first_time = time;
   c->stats.samples += rs.periods;
-  c->stats.last_time = time;
 }
 
 /* An off-CPU wait weighed in periods (offcpu.h): samples of their own. */
@@ -447,9 +445,7 @@ static int on_wait(void *ctx, uint32_t tid, uint64_t time, const uint64_t *ips,
     c->stats.no_memory++;
     return -ENOMEM;
   }
-  if (c->stats.samples == 0 || time < c->stats.first_time) c->stats.first_time = time;
   c->stats.samples += periods;
-  if (time > c->stats.last_time) c->stats.last_time = time;
   return 0;
 }
 
@@ -626,7 +622,7 @@ static void after_drain(kf_collector_t *c, uint64_t drain_began) {
   c->perf_map_generation = ms.generation;
   if (rc < 0) {
     c->stats.perf_map_errors++;
-    c->stats.perf_map_errno = (int)-rc;
+    c->stats.perf_map_error = rc;
   } else {
     c->stats.perf_map_writes++;
   }
@@ -698,7 +694,8 @@ static void *run(void *arg) {
 }
 
 int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
-                       kf_collector_t **out) {
+                       kf_collector_t **out, int *sys_errno) {
+  *sys_errno = ENOMEM;
   kf_collector_t *c = calloc(1, sizeof(*c));
   if (!c) return -ENOMEM;
   c->sampler = sampler;
@@ -737,13 +734,15 @@ int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
   pthread_cond_init(&c->window_done, NULL);
   c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   int rc = c->wake_fd < 0 ? -errno : -ENOMEM;
+  *sys_errno = -rc;
   if (!c->stacks || !c->agg || c->wake_fd < 0) goto fail;
   rc = pthread_create(&c->thread, NULL, run, c);
   if (rc != 0) {
-    errno = rc;
+    *sys_errno = rc; /* pthread_create returns its errno */
     rc = -KF_ERR_THREAD;
     goto fail;
   }
+  *sys_errno = 0;
   pthread_setname_np(c->thread, "kflame-collect");
   *out = c;
   return 0;

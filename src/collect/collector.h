@@ -9,8 +9,10 @@
  * a second into the profile's aggregate (namer.h), counts PERF_RECORD_LOST,
  * and follows thread names from PERF_RECORD_COMM. It never calls into Node;
  * what goes wrong on it is counted in kf_collector_stats_t for stop() to
- * report. start/stop are called from the JS thread; results may be read only
- * after stop() has joined the thread.
+ * report. start is called by the thread that starts the session; stop,
+ * finish and the results by the one that stops it (any isolate's JS thread,
+ * outside the binding's mutex; results only after stop has joined the
+ * thread); cut and take_window by JS threads under that mutex.
  */
 #ifndef KF_COLLECTOR_H
 #define KF_COLLECTOR_H
@@ -62,11 +64,10 @@ typedef struct kf_collector_stats {
   uint64_t duplicates; /* same thread seen through two events (see .c) */
   uint64_t foreign;    /* samples of other processes (inherit without
                           inherit_thread on old kernels) */
-  uint64_t first_time, last_time; /* CLOCK_MONOTONIC ns of samples */
   kf_jitframes_stats_t jit; /* JIT frames named (read after stop) */
   uint64_t stack_copies, stack_bytes; /* user stack copies in samples */
   uint64_t perf_map_writes, perf_map_errors;
-  int perf_map_errno;   /* of the last failed write */
+  long perf_map_error;  /* of the last failed write: -errno or a KF_ERR code */
   kf_timer_stats_t timer; /* timer sampler's (lost and corrupt included
                              above too) */
   kf_dwarf_stats_t dwarf;
@@ -76,9 +77,10 @@ typedef struct kf_collector kf_collector_t;
 
 /* Starts the thread over an open sampler, or over opts->timer when sampler
  * is NULL (either must outlive the collector, as must opts->codemap).
- * Returns 0, -ENOMEM or -KF_ERR_THREAD. */
+ * Returns 0, -ENOMEM, -errno (the eventfd), or -KF_ERR_THREAD with the
+ * errno behind it in *sys_errno (set on every failure). */
 int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
-                       kf_collector_t **out);
+                       kf_collector_t **out, int *sys_errno);
 
 /* Wakes the thread, lets it drain what the rings still hold, joins it. The
  * caller disables a perf sampler first so the rings stop growing; a timer
@@ -102,7 +104,7 @@ int kf_collector_cut(kf_collector_t *c);
 int kf_collector_take_window(kf_collector_t *c, int timeout_ms, kf_aggregate_t **out,
                              kf_window_stats_t *stats);
 
-/* After stop, on the JS thread, once the symbol tables are loaded: names
+/* After stop, on the stopping thread, once the symbol tables are loaded: names
  * what the thread left unnamed (the last second or so). Returns 0, or
  * -ENOMEM with the samples lost counted in no_memory. */
 int kf_collector_finish(kf_collector_t *c);

@@ -386,8 +386,11 @@ int kf_codemap_lookup(kf_codemap_t *m, uint64_t addr, uint64_t t, char *buf,
 
 void kf_codemap_keep_dead(kf_codemap_t *m, int on) {
   pthread_mutex_lock(&m->lock);
-  m->keep_dead = on;
-  if (!on) {
+  /* Counted: a session stopping in one thread still names with dead code
+   * while another thread's new session asks to keep it. */
+  m->keep_dead += on ? 1 : -1;
+  if (m->keep_dead < 0) m->keep_dead = 0;
+  if (!m->keep_dead) {
     m->stats.retired += m->ndead;
     free_dead(m);
   }

@@ -11,7 +11,7 @@
  * named by the code at its address at the sample's time, so an address V8
  * reused still names samples taken before the reuse after the old code.
  * Dead entries are kept only while `keep_dead` is on (a profile is being
- * collected), and only until the collector says no pending sample is older
+ * collected or named), and only until the collector says no pending sample is older
  * (kf_codemap_retire): memory stays bounded by live code plus the window
  * of samples not processed yet.
  *
@@ -99,7 +99,9 @@ int kf_codemap_lookup(kf_codemap_t *m, uint64_t addr, uint64_t t, char *buf,
                       size_t cap, kf_code_info_t *info);
 
 /* While on, code that dies is kept for lookups of older samples; turning
- * it off frees every dead entry. */
+ * it off frees every dead entry. Counted: each on needs its off (a session
+ * still naming and a new one may overlap), and dead code goes with the
+ * last off. */
 void kf_codemap_keep_dead(kf_codemap_t *m, int on);
 
 /* Frees dead entries that died before `horizon`: no sample older than it

@@ -12,6 +12,7 @@
 #include "util/grow.h"
 #include "render/outbuf.h"
 #include "render/svgscript.h"
+#include "framekinds.json.h" /* generated: scripts/embed.js */
 #include "util/hash.h"
 
 #define PAD_X 10
@@ -66,13 +67,14 @@ static size_t chars(const char *s, size_t n) {
   return count;
 }
 
-/* Writes at most max_chars characters of s, escaped for XML text and
- * attributes; invalid UTF-8 and control characters become U+FFFD / '?'. */
+/* A byte that stands for itself in XML text and attributes. */
 static int plain(unsigned char c) {
   return c >= 0x20 && c < 0x7f && c != '&' && c != '<' && c != '>' && c != '"' &&
          c != '\'';
 }
 
+/* Writes at most max_chars characters of s, escaped for XML text and
+ * attributes; invalid UTF-8 and control characters become U+FFFD / '?'. */
 static void put_escaped(kf_outbuf_t *b, const char *s, size_t n, size_t max_chars) {
   size_t done = 0;
   for (size_t i = 0; i < n && done < max_chars; done++) {
@@ -155,6 +157,15 @@ static int contains(const char *s, size_t n, const char *needle) {
   return memmem(s, n, needle, strlen(needle)) != NULL;
 }
 
+/* src/render/framekinds.json: the one list, shared with lib/exports/frames.js */
+static const char *const v8_code_prefixes[] = {KF_V8_CODE_PREFIXES};
+
+int kf_svg_v8_code(const char *name, size_t len) {
+  for (size_t i = 0; i < sizeof v8_code_prefixes / sizeof v8_code_prefixes[0]; i++)
+    if (starts_with(name, len, v8_code_prefixes[i])) return 1;
+  return 0;
+}
+
 static int kind_of(const kf_ftnode_t *f) {
   const char *s = f->name;
   size_t n = f->name_len;
@@ -163,10 +174,7 @@ static int kind_of(const kf_ftnode_t *f) {
   if (ends_with(s, n, "_[k]")) return KERNEL;
   /* _[i]: a JS function inlined into its caller, coloured as JS */
   if (ends_with(s, n, "_[j]") || ends_with(s, n, "_[i]")) {
-    static const char *const v8[] = {"Builtin:", "BytecodeHandler:", "RegExp:",
-                                     "Stub:", "Handler:", "(interpreted)", "[jit]"};
-    for (size_t i = 0; i < sizeof v8 / sizeof v8[0]; i++)
-      if (starts_with(s, n, v8[i])) return V8_CODE;
+    if (kf_svg_v8_code(s, n)) return V8_CODE;
     if (contains(s, n, "node_modules/")) return JS_MODULES;
     if (contains(s, n, " node:")) return JS_NODE;
     return JS_OWN;

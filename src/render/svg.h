@@ -60,6 +60,11 @@ int kf_svg_render(const char *folded, size_t len, const kf_svg_opts_t *opts,
  * shade), and the length of the valid UTF-8 sequence at s (1-4), or 0 when
  * invalid, overlong, a surrogate, or U+FFFE/U+FFFF. */
 void kf_svg_colour(const kf_ftnode_t *f, unsigned char rgb[3]);
+
+/* Whether name[0..len), the body of a _[j] or _[i] frame (its annotation
+ * cut or not), is V8's own code rather than a JS function: one of the
+ * prefixes of src/framekinds.json, the list lib/exports/frames.js reads. */
+int kf_svg_v8_code(const char *name, size_t len);
 size_t kf_svg_utf8_len(const unsigned char *s, size_t n);
 
 #endif

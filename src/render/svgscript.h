@@ -6,6 +6,8 @@
  * counted once); zoom and search are kept in the URL's #fragment. A graph
  * taller than the window opens scrolled to its roots. The script defines
  * kfLabel(name, cwd), src/render/framelabel.h's rule, for labels redrawn on zoom.
+ * Both live as files, src/render/svgscript.js and src/render/svgstyle.css, embedded at
+ * build time (scripts/embed.js). Constant; any thread.
  */
 #ifndef KF_SVGSCRIPT_H
 #define KF_SVGSCRIPT_H

@@ -43,6 +43,8 @@ struct kf_sampler {
   pid_t *tids;
   size_t ntids, tids_cap;
   uint32_t max_switch_rate;
+  int err; /* the errno behind the last kflame code (error.h), taken where
+              the call failed: cleanup after it may change errno */
 };
 
 static int perf_event_open(struct perf_event_attr *attr, pid_t tid, int cpu) {
@@ -132,8 +134,10 @@ static int push_fd(kf_sampler_t *s, int fd, uint32_t tid, uint32_t kind) {
 static int map_ring(kf_sampler_t *s, cpu_ring_t *c, int fd) {
   size_t size = (1 + (size_t)s->info.ring_pages) * s->page_size;
   void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (map == MAP_FAILED)
-    return errno == EPERM || errno == ENOMEM ? -KF_ERR_MLOCK : -errno;
+  if (map == MAP_FAILED) {
+    s->err = errno;
+    return s->err == EPERM || s->err == ENOMEM ? -KF_ERR_MLOCK : -s->err;
+  }
   int rc = kf_ring_init(&c->ring, map, size, s->page_size);
   if (rc != 0) {
     munmap(map, size);
@@ -240,8 +244,10 @@ static int open_event(kf_sampler_t *s, uint32_t kind, pid_t tid, int cpu,
     int fd = perf_event_open(attr, tid, cpu);
     if (fd >= 0) return fd;
     int e = errno;
-    if (kind == KF_KIND_SWITCH && (e == EACCES || e == EPERM))
+    if (kind == KF_KIND_SWITCH && (e == EACCES || e == EPERM)) {
+      s->err = e;
       return -KF_ERR_OFFCPU_PARANOID;
+    }
     if (first && e == EACCES && !s->attr.exclude_kernel) {
       s->attr.exclude_kernel = 1;
       s->attr.exclude_callchain_kernel = 1;
@@ -280,7 +286,9 @@ static int attach_thread(kf_sampler_t *s, pid_t tid) {
       int fd = open_event(s, kind0 + k, tid, c->cpu, s->nfds == 0);
       if (fd < 0) {
         if (fd == -ESRCH) goto gone;
-        return fd <= -KF_ERR_BASE ? fd : code_for_open_errno(-fd);
+        if (fd <= -KF_ERR_BASE) return fd;
+        s->err = -fd;
+        return code_for_open_errno(-fd);
       }
       int rc = push_fd(s, fd, (uint32_t)tid, kind0 + k);
       if (rc != 0) {
@@ -323,7 +331,10 @@ static int known_tid(const kf_sampler_t *s, pid_t tid) {
  * inheritance; the collector keeps one source per thread (see collector.c). */
 static int scan_threads(kf_sampler_t *s, size_t *added) {
   DIR *dir = opendir("/proc/self/task");
-  if (!dir) return errno == EMFILE || errno == ENFILE ? -errno : -KF_ERR_NO_THREADS;
+  if (!dir) {
+    s->err = errno;
+    return s->err == EMFILE || s->err == ENFILE ? -s->err : -KF_ERR_NO_THREADS;
+  }
   int rc = 0;
   *added = 0;
   struct dirent *d;
@@ -424,7 +435,7 @@ int kf_sampler_open(const kf_sampler_opts_t *opts, kf_sampler_t **out,
   return 0;
 
 fail:
-  *sys_errno = rc < 0 && -rc < KF_ERR_BASE ? -rc : errno;
+  *sys_errno = rc < 0 && -rc < KF_ERR_BASE ? -rc : s->err;
   kf_sampler_close(s);
   return rc;
 }

@@ -10,8 +10,11 @@
  * events of one CPU write into that CPU's single ring (PERF_EVENT_IOC_SET_OUTPUT),
  * so the locked-memory cost is one ring per CPU, not per thread.
  *
- * Called on the JS thread (open, close) and by the collector (disable at
- * the end is done by close). Every fd is CLOEXEC.
+ * open, disable and close are called by the profiler on the thread that
+ * starts or stops the session (any isolate's JS thread; stop's outside the
+ * binding's mutex), one at a time; disable comes before the collector's
+ * last drain. While the collector thread runs it reads the rings and the
+ * owners, which stay fixed from open to close. Every fd is CLOEXEC.
  */
 #ifndef KF_SAMPLER_H
 #define KF_SAMPLER_H

@@ -11,6 +11,10 @@
  *                                the kernel's perf_event_mlock_kb: a ring
  *                                that does not fit in what the live rings
  *                                left fails with EPERM; munmap gives back
+ *   KFLAME_FAULT_STRDUP=TEXT     strdup of exactly TEXT fails with ENOMEM
+ *   KFLAME_FAULT_STRDUP_AFTER=N  ... after N successful copies of it (a
+ *                                unique perf map path reaches the copy
+ *                                stop() makes of it: out of memory there)
  *
  * Test-only: never linked into kflame.
  */
@@ -114,4 +118,21 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
 
 void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
   return fault_mmap("mmap64", addr, len, prot, flags, fd, off);
+}
+
+static int strdup_matches;
+
+char *strdup(const char *s) {
+  const char *fail = getenv("KFLAME_FAULT_STRDUP");
+  if (fail && !strcmp(s, fail)) {
+    const char *after = getenv("KFLAME_FAULT_STRDUP_AFTER");
+    if (strdup_matches++ >= (after ? atoi(after) : 0)) {
+      errno = ENOMEM;
+      return NULL;
+    }
+  }
+  size_t n = strlen(s) + 1;
+  char *copy = malloc(n);
+  if (copy) memcpy(copy, s, n);
+  return copy;
 }

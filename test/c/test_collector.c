@@ -62,7 +62,7 @@ static void tile(int made) {
   kf_symbolizer_t *sym = kf_symbolizer_new();
   kf_collector_opts_t co = {.timer = timer, .symbolizer = sym, .timeline_max = 1000000};
   kf_collector_t *c = NULL;
-  CHECK(kf_collector_start(NULL, &co, &c) == 0);
+  CHECK(kf_collector_start(NULL, &co, &c, &sys_errno) == 0 && sys_errno == 0);
 
   uint64_t windows_samples = 0, last_end = 0;
   for (int w = 0; w < 4; w++) {

@@ -363,7 +363,33 @@ static void svg_offcpu_blue_and_idle_hidden(void) {
   free(svg);
 }
 
+/* test/fixtures/frame-kinds.txt, which test/exports.test.js reads too: the
+ * SVG colours a JIT frame as V8's code exactly when parseFrame says 'jit'. */
+static void frame_kinds_agree_with_js(void) {
+  FILE *f = fopen("../fixtures/frame-kinds.txt", "r");
+  CHECK(f != NULL);
+  char line[512];
+  int n = 0;
+  while (fgets(line, sizeof line, f)) {
+    size_t len = strcspn(line, "\n");
+    line[len] = '\0';
+    if (len == 0 || line[0] == '#') continue;
+    char *name = strchr(line, ' ');
+    CHECK(name != NULL);
+    *name++ = '\0';
+    size_t body = strlen(name) - 4; /* the _[j] or _[i] cut */
+    int want = strcmp(line, "jit") == 0;
+    CHECK(want || strcmp(line, "js") == 0);
+    if (kf_svg_v8_code(name, body) != want) fprintf(stderr, "  %s: not %s\n", name, line);
+    CHECK(kf_svg_v8_code(name, body) == want);
+    n++;
+  }
+  fclose(f);
+  CHECK(n >= 20);
+}
+
 static const kftest_case_t cases[] = {
+    {"svg: frame kinds agree with lib/exports (one list)", frame_kinds_agree_with_js},
     {"svg: off-CPU frames blue, (idle) hidden by default", svg_offcpu_blue_and_idle_hidden},
     {"flametree: merge, count, sort children", tree_merges_counts_and_sorts},
     {"flametree: bad lines counted, not fatal", tree_counts_bad_lines},
