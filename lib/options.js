@@ -118,7 +118,7 @@ const TEXT_OPTIONS = {
  *   { fail: 'form' }            hz: not a whole number
  *   { fail: 'range', min, max } hz: a whole number outside [min, max]
  *   { fail: 'choice', choices } not one of the choices
- * `max` bounds hz below the kernel's bound (the endpoints' maxHz).
+ * `max` bounds hz instead of the kernel's bound (the endpoints' maxHz).
  */
 function fromText (name, text, { max } = {}) {
   const rule = TEXT_OPTIONS[name]
@@ -128,7 +128,9 @@ function fromText (name, text, { max } = {}) {
   }
   if (!/^\d+$/.test(text)) return { fail: 'form' }
   const value = Number(text)
-  const hi = Math.min(max === undefined ? Infinity : max, maxSampleRate())
+  // With `max` (the endpoints' maxHz), start() still holds hz to the kernel's
+  // bound, with its own error.
+  const hi = max === undefined ? maxSampleRate() : max
   if (value < rule.min || value > hi) return { fail: 'range', min: rule.min, max: hi }
   return { value }
 }
