@@ -18,13 +18,11 @@ const http = require('node:http')
 const https = require('node:https')
 const os = require('node:os')
 const path = require('node:path')
-const binding = require('./binding')
 const { kflameError, invalid, outOfRange } = require('./errors')
 const { checkStartOptions } = require('./options')
 const output = require('./output')
-const { Profile, makeStats } = require('./profile')
 const { checkPath, ensureDir } = require('./safefile')
-const workers = require('./workers')
+const session = require('./session')
 
 const DEFAULTS = Object.freeze({
   every: 60, // seconds a window lasts
@@ -55,7 +53,8 @@ function checkLabels (labels, what) {
   }
 }
 
-// Splits continuous() options into its own and start()'s, checked.
+// Splits continuous() options into its own and start()'s, both checked
+// (startOptions as checkStartOptions() returns them).
 function checkOptions (options = {}) {
   if (options === null || typeof options !== 'object') throw invalid('continuous(options): options must be an object')
   const own = { ...DEFAULTS }
@@ -64,8 +63,7 @@ function checkOptions (options = {}) {
     if (k === 'to') own.to = v
     else if (Object.hasOwn(DEFAULTS, k)) { if (v !== undefined) own[k] = v } else start[k] = v
   }
-  checkStartOptions(start) // start() checks them again; here so a typo fails first
-  const startOptions = start
+  const startOptions = checkStartOptions(start)
   if (typeof own.every !== 'number' || !(own.every >= 1 && own.every <= 86400)) {
     throw outOfRange(`continuous(options): every must be from 1 to 86400 seconds, got ${own.every}`)
   }
@@ -142,6 +140,7 @@ function multipart (pprof) {
 
 class Continuous extends EventEmitter {
   #own
+  #id // the session's (lib/session.js): only that profile is cut and stopped
   #timer = null
   #pending = null // a cut whose window is not taken yet
   #queue = [] // pushes waiting (Pyroscope)
@@ -149,11 +148,13 @@ class Continuous extends EventEmitter {
   #files = [] // written by this process, oldest first
   #seq = 0
   #stopped = false
+  #lost = false // the profile was stopped behind our back
   #whenStopped = null
 
-  constructor (own) {
+  constructor (own, id) {
     super()
     this.#own = own
+    this.#id = id
     this.app = own.app || defaultApp()
     /** windows: made; delivered; dropped (queue full); failed (write or push); lastError */
     this.stats = { windows: 0, delivered: 0, dropped: 0, failed: 0, lastError: null, samples: 0, lost: 0 }
@@ -166,35 +167,46 @@ class Continuous extends EventEmitter {
 
   #cut () {
     if (this.#pending || this.#stopped) return // the last window is still being made
-    if (!binding.cut()) return
-    this.#pending = this.#take(0)
+    let cut
+    try {
+      cut = session.cut(this.#id)
+    } catch (err) {
+      // kflame.stop() (here or on another thread) ended the profile: there
+      // is nothing left to cut, and a profile started since is not ours.
+      this.#end()
+      this.#lost = true
+      this.#fail(err, null)
+      return
+    }
+    if (cut) this.#pending = this.#take(0)
+  }
+
+  // No more windows: stopped, or the profile ended behind our back.
+  #end () {
+    this.#stopped = true
+    clearInterval(this.#timer)
   }
 
   // Takes the window the last cut made, a few tries apart.
   #take (tries) {
     return new Promise((resolve) => {
       const t = setTimeout(() => {
-        let raw = null
+        let window = null
         try {
-          raw = binding.takeWindow(tries + 1 >= TAKE_TRIES ? 1000 : 0)
+          window = session.takeWindow(tries + 1 >= TAKE_TRIES ? 1000 : 0)
         } catch (err) {
           this.#fail(err, null)
         }
-        if (raw === null && tries + 1 < TAKE_TRIES && binding.running()) {
+        if (window === null && tries + 1 < TAKE_TRIES && session.owns(this.#id)) {
           resolve(this.#take(tries + 1))
           return
         }
         this.#pending = null
-        if (raw) this.#deliver(this.#profileOf(raw))
+        if (window) this.#deliver(window)
         resolve()
       }, tries === 0 ? TAKE_AFTER_MS : 100)
       t.unref()
     })
-  }
-
-  #profileOf (raw) {
-    return Profile.fromNative(raw, makeStats(raw.stats, null, workers.status()),
-      { startUs: raw.stats.startUs, wallStart: raw.stats.wallStartMs })
   }
 
   #info (profile) {
@@ -325,22 +337,22 @@ class Continuous extends EventEmitter {
    */
   stopSync () {
     if (this.#whenStopped) return this.stats
-    this.#stopped = true
+    this.#end()
     this.#whenStopped = Promise.resolve(this.stats)
-    clearInterval(this.#timer)
+    if (this.#lost) return this.stats
     try {
-      const raw = binding.stop() // a window cut and not taken is part of it
+      // A window cut and not taken is part of it.
+      const last = session.stop({ id: this.#id, sourceMaps: false })
       if (this.#own.sink.kind === 'pyroscope') {
         this.stats.windows++
         this.stats.dropped += 1 + this.#queue.length
         this.#queue.length = 0
       } else {
-        this.#deliver(this.#profileOf(raw))
+        this.#deliver(last)
       }
     } catch (err) {
       this.#fail(err, null)
     }
-    current = null
     return this.stats
   }
 
@@ -350,15 +362,15 @@ class Continuous extends EventEmitter {
    */
   stop () {
     if (this.#whenStopped) return this.#whenStopped
-    this.#stopped = true
-    clearInterval(this.#timer)
+    this.#end()
     this.#whenStopped = (async () => {
       if (this.#pending) await this.#pending
-      try {
-        const raw = binding.stop()
-        this.#deliver(this.#profileOf(raw))
-      } catch (err) {
-        this.#fail(err, null)
+      if (!this.#lost) {
+        try {
+          this.#deliver(session.stop({ id: this.#id, sourceMaps: false }))
+        } catch (err) {
+          this.#fail(err, null)
+        }
       }
       if (this.#queue.length > 0 || this.#pushing) {
         await new Promise((resolve) => {
@@ -366,14 +378,11 @@ class Continuous extends EventEmitter {
           this.#drained = () => { clearTimeout(t); resolve() }
         })
       }
-      current = null
       return this.stats
     })()
     return this.#whenStopped
   }
 }
-
-let current = null
 
 /**
  * continuous({ every, to, keep, format, app, labels, headers, queue,
@@ -381,13 +390,13 @@ let current = null
  */
 function continuous (options) {
   const { own, startOptions } = checkOptions(options)
-  if (current) {
+  const running = session.status()
+  if (running && running.owner === 'continuous') {
     throw kflameError(Error, 'KFLAME_ERR_RUNNING', 'a continuous profile is running already: stop() it first')
   }
-  require('./index').start(startOptions)
-  const c = new Continuous(own)
+  const id = session.start(startOptions, { owner: 'continuous', checked: true })
+  const c = new Continuous(own, id)
   c._begin()
-  current = c
   return c
 }
 

@@ -1,8 +1,13 @@
 'use strict'
 
-// Checks start() options before they reach C. Unknown names and wrong types
-// are refused rather than ignored: a typo must not silently profile at the
-// wrong rate.
+// The one place options are checked and converted: start()'s options as JS
+// values, the same options written as text (a query parameter of the HTTP
+// endpoints, an environment variable of kflame/register, a flag of the
+// kflame command), and the shape every options object of the API shares.
+// Unknown names and wrong types are refused rather than ignored: a typo must
+// not silently profile at the wrong rate. Each caller words a failure in its
+// own idiom (an HTTP 400, KFLAME_ERR_CONFIG, a usage error), from the one rule
+// here.
 
 const fs = require('node:fs')
 const { kflameError, invalid, outOfRange } = require('./errors')
@@ -69,19 +74,69 @@ function maxSampleRate () {
   return 100000 // the kernel's default
 }
 
-function checkStartOptions (options) {
+// `fn`'s options object over its defaults: an object or undefined, known
+// names only (those in `ignored` are skipped), undefined values left at their
+// default.
+function takeOptions (fn, options, defaults, ignored = []) {
   if (options === undefined) options = {}
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw invalid('start(options): options must be an object')
+    throw invalid(`${fn}(options): options must be an object`)
   }
-  for (const name of Object.keys(options)) {
-    if (!Object.hasOwn(DEFAULTS, name)) {
+  const o = { ...defaults }
+  for (const [name, value] of Object.entries(options)) {
+    if (ignored.includes(name)) continue
+    if (!Object.hasOwn(defaults, name)) {
       throw kflameError(TypeError, 'KFLAME_ERR_UNKNOWN_OPTION',
-        `start(options): unknown option "${name}"; known: ${Object.keys(DEFAULTS).join(', ')}`)
+        `${fn}(options): unknown option "${name}"; known: ${Object.keys(defaults).join(', ')}`)
     }
+    if (value !== undefined) o[name] = value
   }
-  const o = { ...DEFAULTS }
-  for (const [k, v] of Object.entries(options)) if (v !== undefined) o[k] = v
+  return o
+}
+
+// An integer option within [min, max].
+function checkInteger (fn, name, value, [min, max], unit = '') {
+  if (typeof value !== 'number' || !Number.isInteger(value)) {
+    throw invalid(`${fn}(options): ${name} must be an integer${unit}`)
+  }
+  if (value < min || value > max) {
+    throw outOfRange(`${fn}(options): ${name} must be from ${min} to ${max}${unit}, got ${value}`)
+  }
+}
+
+// The start options written as text, and how each reads.
+const TEXT_OPTIONS = {
+  hz: { min: 1 }, // to `max`, by default kernel.perf_event_max_sample_rate
+  mode: { choices: MODES },
+  what: { choices: WHATS },
+  sourceMaps: { choices: ['true', 'false', '1', '0'], value: (text) => text === 'true' || text === '1' }
+}
+
+/**
+ * A start option written as text -> { value }, or why it is not one, for
+ * the caller to word:
+ *   { fail: 'form' }            hz: not a whole number
+ *   { fail: 'range', min, max } hz: a whole number outside [min, max]
+ *   { fail: 'choice', choices } not one of the choices
+ * `max` bounds hz instead of the kernel's bound (the endpoints' maxHz).
+ */
+function fromText (name, text, { max } = {}) {
+  const rule = TEXT_OPTIONS[name]
+  if (rule.choices) {
+    if (!rule.choices.includes(text)) return { fail: 'choice', choices: rule.choices }
+    return { value: rule.value ? rule.value(text) : text }
+  }
+  if (!/^\d+$/.test(text)) return { fail: 'form' }
+  const value = Number(text)
+  // With `max` (the endpoints' maxHz), start() still holds hz to the kernel's
+  // bound, with its own error.
+  const hi = max === undefined ? maxSampleRate() : max
+  if (value < rule.min || value > hi) return { fail: 'range', min: rule.min, max: hi }
+  return { value }
+}
+
+function checkStartOptions (options) {
+  const o = takeOptions('start', options, DEFAULTS)
 
   if (typeof o.hz !== 'number' || !Number.isInteger(o.hz)) {
     throw invalid(`start(options): hz must be an integer, got ${typeof o.hz === 'number' ? o.hz : typeof o.hz}`)
@@ -151,4 +206,7 @@ function defaultPerfMapPath () {
   return `/tmp/perf-${process.pid}.map`
 }
 
-module.exports = { checkStartOptions, defaultPerfMapPath, DEFAULTS, EVENTS, MODES, WHATS, TIMELINE_DEFAULT }
+module.exports = {
+  checkStartOptions, takeOptions, checkInteger, fromText, defaultPerfMapPath,
+  DEFAULTS, EVENTS, MODES, WHATS, TIMELINE_DEFAULT
+}

@@ -34,7 +34,7 @@ const os = require('node:os')
 const path = require('node:path')
 const { isMainThread } = require('node:worker_threads')
 const { kflameError } = require('./errors')
-const { checkStartOptions, DEFAULTS, MODES, WHATS } = require('./options')
+const { fromText, DEFAULTS } = require('./options')
 const output = require('./output')
 const { checkPath, writeFailure } = require('./safefile')
 const { stderrLine } = output
@@ -57,36 +57,33 @@ function envValue (env, name) {
 
 function parseHz (value) {
   if (value === undefined) return DEFAULTS.hz
-  if (!/^\s*\d+\s*$/.test(value)) {
+  const read = fromText('hz', value.trim())
+  if (read.fail === 'form') {
     throw configError(`KFLAME_HZ=${JSON.stringify(value)} is not a whole number: ` +
       `set it to the samples per second, e.g. KFLAME_HZ=${DEFAULTS.hz} (the default)`)
   }
-  const hz = Number(value)
-  try {
-    checkStartOptions({ hz })
-  } catch (err) {
-    throw configError(`KFLAME_HZ=${value} is out of range: ` +
-      `${err.message.replace(/^start\(options\): /, '').replace(/, got \d+$/, '')}; set it in that range or unset it (default ${DEFAULTS.hz})`)
+  if (read.fail) {
+    throw configError(`KFLAME_HZ=${value} is out of range: hz must be from ${read.min} to ${read.max} ` +
+      `(kernel.perf_event_max_sample_rate); set it in that range or unset it (default ${DEFAULTS.hz})`)
   }
-  return hz
+  return read.value
 }
 
-function parseMode (value) {
-  if (value === undefined) return DEFAULTS.mode
-  if (!MODES.includes(value)) {
-    throw configError(`KFLAME_MODE=${JSON.stringify(value)} is not a sampler kflame knows: ` +
-      `set it to ${MODES.join(', ')} (default ${DEFAULTS.mode}), or unset it`)
-  }
-  return value
+// KFLAME_MODE and KFLAME_WHAT: one of their start option's choices.
+const CHOICE_VARS = {
+  mode: ['KFLAME_MODE', 'is not a sampler kflame knows'],
+  what: ['KFLAME_WHAT', 'is not something kflame samples']
 }
 
-function parseWhat (value) {
-  if (value === undefined) return DEFAULTS.what
-  if (!WHATS.includes(value)) {
-    throw configError(`KFLAME_WHAT=${JSON.stringify(value)} is not something kflame samples: ` +
-      `set it to ${WHATS.join(', ')} (default ${DEFAULTS.what}), or unset it`)
+function parseChoice (name, value) {
+  if (value === undefined) return DEFAULTS[name]
+  const read = fromText(name, value)
+  if (read.fail) {
+    const [variable, says] = CHOICE_VARS[name]
+    throw configError(`${variable}=${JSON.stringify(value)} ${says}: ` +
+      `set it to ${read.choices.join(', ')} (default ${DEFAULTS[name]}), or unset it`)
   }
-  return value
+  return read.value
 }
 
 function parseSourceMaps (value) {
@@ -224,8 +221,8 @@ function readContinuous (env, { cwd = process.cwd() } = {}) {
 // The whole configuration, or a KFLAME_ERR_CONFIG.
 function readConfig (env, where = {}) {
   const hz = parseHz(envValue(env, 'KFLAME_HZ'))
-  const mode = parseMode(envValue(env, 'KFLAME_MODE'))
-  const what = parseWhat(envValue(env, 'KFLAME_WHAT'))
+  const mode = parseChoice('mode', envValue(env, 'KFLAME_MODE'))
+  const what = parseChoice('what', envValue(env, 'KFLAME_WHAT'))
   if (what !== 'cpu' && mode === 'timer') {
     throw configError(`KFLAME_WHAT=${what} needs perf events, and KFLAME_MODE=timer counts CPU time only: ` +
       'unset one of them')
@@ -317,10 +314,12 @@ function install ({ env = process.env } = {}) {
   if (isTestOrchestrator()) return false
   if (config.continuous) return installContinuous(config)
 
-  let kflame
+  let id
   try {
-    kflame = require('./index')
-    kflame.start({ hz: config.hz, mode: config.mode, what: config.what })
+    // The whole API loads, as the app's own require would: it arms V8's
+    // code-event hook and workers'.
+    require('./index')
+    id = require('./session').start({ hz: config.hz, mode: config.mode, what: config.what }, { owner: 'register' })
   } catch (err) {
     // Never break the app: no sampler allowed, or no addon for this node.
     stderrLine(`not profiling this process (pid ${process.pid}): ${err.message}`)
@@ -334,9 +333,10 @@ function install ({ env = process.env } = {}) {
     written = true
     let profile
     try {
-      profile = kflame.stop()
+      profile = require('./session').stop({ id })
     } catch (err) {
-      // The app stopped "our" profile itself (it shares the module).
+      // The app stopped "our" profile itself (it shares the session), and
+      // one it started since is its own.
       stderrLine(`nothing written to ${config.file}: ${err.message}`)
       return
     }

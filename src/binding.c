@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "unwind/dwarfunwind.h"
 #include "util/error.h"
@@ -27,6 +28,20 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static kf_profiler_t *profiler;
+
+/* The running session as start() was asked for it, under `lock`: what
+ * status() tells any isolate (lib/session.js), whichever started it. `id`
+ * counts starts, so a caller knows whether the profile running is still the
+ * one it started; `owner` is lib/'s tag for who started it. */
+typedef struct session_note {
+  uint32_t id;
+  char owner[32];
+  uint32_t hz, mode, what, max_switch_rate;
+  int task_clock, kernel, source_maps;
+  double wall_start_ms;
+  char perf_map[4096]; /* "" without one */
+} session_note_t;
+static session_note_t session;
 
 /* Per isolate (main thread, each worker): whether its JIT code events feed
  * the code map. Instance data, so it goes away with the isolate. */
@@ -136,9 +151,28 @@ static int get_path(napi_env env, napi_value v, char *buf, size_t cap) {
   return 0;
 }
 
+/* Records a session that just started; under `lock`. */
+static void note_session(const kf_profile_opts_t *opts, const char *owner,
+                         const char *perf_map) {
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  session.id++;
+  snprintf(session.owner, sizeof session.owner, "%s", owner);
+  session.hz = opts->sampler.hz;
+  session.mode = opts->mode;
+  session.what = opts->sampler.what;
+  session.max_switch_rate = opts->sampler.max_switch_rate;
+  session.task_clock = opts->sampler.event == KF_EVENT_TASK_CLOCK;
+  session.kernel = opts->sampler.kernel;
+  session.source_maps = opts->source_maps;
+  session.wall_start_ms = (double)now.tv_sec * 1e3 + (double)now.tv_nsec / 1e6;
+  snprintf(session.perf_map, sizeof session.perf_map, "%s", perf_map);
+}
+
 /* start({ hz, mode, taskClock, kernel, ringPages, stackBytes, timeline, jit,
- *         tiers, perfMap }); mode: 0 auto, 1 perf, 2 timer (kf_mode_t);
- * timeline: samples kept with their times (timeline.h) */
+ *         tiers, perfMap, owner }) -> the session's id (status());
+ * mode: 0 auto, 1 perf, 2 timer (kf_mode_t); timeline: samples kept with
+ * their times (timeline.h); owner: lib/'s tag for who starts it */
 static napi_value js_start(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
@@ -147,8 +181,9 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
                                         .kernel = 1, .ring_pages = 0,
                                         .what = KF_WHAT_CPU}};
   kf_sampler_opts_t *so = &opts.sampler;
-  int task_clock = 0, jit = 1, perf_map = 0;
+  int task_clock = 0, jit = 1, perf_map = 0, owner_set = 0;
   uint32_t mode = KF_MODE_AUTO, timeline_max = KF_TIMELINE_DEFAULT_MAX;
+  char owner[sizeof session.owner] = "application";
   opts.dwarf = 1;
   char perf_map_path[4096];
   napi_value perf_map_v;
@@ -167,11 +202,12 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
       get_bool(env, argv[0], "sourceMaps", &opts.source_maps) ||
       (perf_map = get_prop(env, argv[0], "perfMap", &perf_map_v)) < 0 ||
       (perf_map && get_path(env, perf_map_v, perf_map_path, sizeof perf_map_path)) ||
+      get_str(env, argv[0], "owner", owner, sizeof owner, &owner_set) ||
       so->hz == 0 || (so->ring_pages & (so->ring_pages - 1))) {
     napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG",
                           "start() takes { hz, mode, ringPages, stackBytes, "
                           "timeline, kernel, taskClock, jit, tiers, dwarf, what, "
-                          "maxSwitchRate, sourceMaps, perfMap }");
+                          "maxSwitchRate, sourceMaps, perfMap, owner }");
     return NULL;
   }
   opts.timeline_max = timeline_max;
@@ -193,10 +229,16 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
   int rc = 0, sys_errno = 0;
   if (!profiler && !(profiler = kf_profiler_new())) rc = -ENOMEM;
   if (rc == 0) rc = kf_profiler_start(profiler, &opts, &sys_errno);
-  if (rc == 0) kf_labels_begin();
+  if (rc == 0) {
+    kf_labels_begin();
+    note_session(&opts, owner, perf_map ? perf_map_path : "");
+  }
+  uint32_t id = session.id;
   pthread_mutex_unlock(&lock);
   if (rc != 0) return throw_code(env, rc, sys_errno);
-  return NULL;
+  napi_value v;
+  CHECK(env, napi_create_uint32(env, id, &v));
+  return v;
 }
 
 static napi_status set_num(napi_env env, napi_value obj, const char *key,
@@ -493,22 +535,56 @@ static napi_value profile_result(napi_env env, kf_profile_t *profile, kf_labels_
   return result;
 }
 
-/* stop() -> { profile (external), labels, stats }. The session is taken
- * out under the lock and named outside it: another isolate's calls
- * (running(), cut(), a label, start()) need not wait for the naming. */
+/* The optional session id of stop(id) and cut(id): 1 and *id when given, 0
+ * when not, -1 (thrown) when it is not a number. */
+static int session_arg(napi_env env, napi_callback_info info, uint32_t *id) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_valuetype t;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok ||
+      (argc >= 1 && napi_typeof(env, argv[0], &t) != napi_ok)) {
+    napi_throw_error(env, "KFLAME_ERR_NAPI", "cannot read the arguments");
+    return -1;
+  }
+  if (argc < 1 || t == napi_undefined) return 0;
+  if (napi_get_value_uint32(env, argv[0], id) != napi_ok) {
+    napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG", "the session id is a number status() gave");
+    return -1;
+  }
+  return 1;
+}
+
+/* Another session than the caller's runs (or none): it is left alone. */
+static napi_value throw_not_own(napi_env env) {
+  napi_throw_error(env, "KFLAME_ERR_NOT_RUNNING",
+                   "the profile this caller started is no longer running: it was stopped "
+                   "elsewhere (kflame.stop(), or another thread), and any profile running now "
+                   "is not its own");
+  return NULL;
+}
+
+/* stop(id?) -> { profile (external), labels, stats }; with an id, only
+ * that session is stopped. The session is taken out under the lock and
+ * named outside it: another isolate's calls (running(), status(), cut(), a
+ * label, start()) need not wait for the naming. */
 static napi_value js_stop(napi_env env, napi_callback_info info) {
-  (void)info;
+  uint32_t id = 0;
+  int has_id = session_arg(env, info, &id);
+  if (has_id < 0) return NULL;
   kf_labels_t labels = {0};
   pthread_mutex_lock(&lock);
-  kf_session_t *session = profiler ? kf_profiler_take(profiler) : NULL;
+  int running = profiler && kf_profiler_running(profiler);
+  int other = has_id && (!running || session.id != id);
+  kf_session_t *taken = !other && profiler ? kf_profiler_take(profiler) : NULL;
   /* Labels end with the session, whatever becomes of its naming. */
-  if (session) kf_labels_end(&labels);
+  if (taken) kf_labels_end(&labels);
   pthread_mutex_unlock(&lock);
-  if (!session) return throw_code(env, -KF_ERR_NOT_RUNNING, 0);
+  if (other) return throw_not_own(env);
+  if (!taken) return throw_code(env, -KF_ERR_NOT_RUNNING, 0);
   kf_profile_t *profile = calloc(1, sizeof(*profile));
-  int rc = profile ? kf_session_stop(session, profile) : -ENOMEM;
+  int rc = profile ? kf_session_stop(taken, profile) : -ENOMEM;
   pthread_mutex_lock(&lock);
-  kf_profiler_give_back(profiler, session);
+  kf_profiler_give_back(profiler, taken);
   pthread_mutex_unlock(&lock);
   if (rc != 0) {
     kf_labels_free(&labels);
@@ -518,12 +594,17 @@ static napi_value js_stop(napi_env env, napi_callback_info info) {
   return profile_result(env, profile, &labels);
 }
 
-/* cut() -> true, or false while the last cut's window is not taken */
+/* cut(id?) -> true, or false while the last cut's window is not taken */
 static napi_value js_cut(napi_env env, napi_callback_info info) {
-  (void)info;
+  uint32_t id = 0;
+  int has_id = session_arg(env, info, &id);
+  if (has_id < 0) return NULL;
   pthread_mutex_lock(&lock);
-  int rc = profiler ? kf_profiler_cut(profiler) : -KF_ERR_NOT_RUNNING;
+  int running = profiler && kf_profiler_running(profiler);
+  int other = has_id && (!running || session.id != id);
+  int rc = other ? 0 : profiler ? kf_profiler_cut(profiler) : -KF_ERR_NOT_RUNNING;
   pthread_mutex_unlock(&lock);
+  if (other) return throw_not_own(env);
   if (rc != 0 && rc != -EBUSY) return throw_code(env, rc, 0);
   napi_value v;
   CHECK(env, napi_get_boolean(env, rc == 0, &v));
@@ -583,6 +664,41 @@ static napi_value js_running(napi_env env, napi_callback_info info) {
   napi_value v;
   CHECK(env, napi_get_boolean(env, running, &v));
   return v;
+}
+
+/* status() -> null while no profile runs, else the running session as it
+ * was asked for: { id, owner, hz, mode: 'auto' | 'perf' | 'timer', what,
+ * event, kernel, maxSwitchRate, sourceMaps, perfMap (or null), wallStartMs }.
+ * The sampler that ran (auto's choice) is in the stats at stop(). */
+static napi_value js_status(napi_env env, napi_callback_info info) {
+  (void)info;
+  static const char *const modes[] = {"auto", "perf", "timer"};
+  static const char *const whats[] = {"cpu", "cpu", "offcpu", "both"};
+  pthread_mutex_lock(&lock);
+  int running = profiler && kf_profiler_running(profiler);
+  session_note_t s = session;
+  pthread_mutex_unlock(&lock);
+  napi_value o;
+  if (!running) {
+    CHECK(env, napi_get_null(env, &o));
+    return o;
+  }
+  CHECK(env, napi_create_object(env, &o));
+  CHECK(env, set_num(env, o, "id", s.id));
+  CHECK(env, set_str(env, o, "owner", s.owner));
+  CHECK(env, set_num(env, o, "hz", s.hz));
+  CHECK(env, set_str(env, o, "mode", modes[s.mode <= KF_MODE_TIMER ? s.mode : 0]));
+  CHECK(env, set_str(env, o, "what", whats[s.what <= KF_WHAT_BOTH ? s.what : 1]));
+  CHECK(env, set_str(env, o, "event", s.task_clock ? "task-clock" : "cpu-clock"));
+  CHECK(env, set_bool(env, o, "kernel", s.kernel));
+  CHECK(env, set_num(env, o, "maxSwitchRate", s.max_switch_rate));
+  CHECK(env, set_bool(env, o, "sourceMaps", s.source_maps));
+  napi_value map;
+  if (s.perf_map[0]) CHECK(env, napi_create_string_utf8(env, s.perf_map, NAPI_AUTO_LENGTH, &map));
+  else CHECK(env, napi_get_null(env, &map));
+  CHECK(env, napi_set_named_property(env, o, "perfMap", map));
+  CHECK(env, set_num(env, o, "wallStartMs", s.wall_start_ms));
+  return o;
 }
 
 /* dropCaches() -> { objects, symbols, bytes } of the symbol tables freed */
@@ -924,6 +1040,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
       {"cut", NULL, js_cut, NULL, NULL, NULL, napi_default, NULL},
       {"takeWindow", NULL, js_take_window, NULL, NULL, NULL, napi_default, NULL},
       {"running", NULL, js_running, NULL, NULL, NULL, napi_default, NULL},
+      {"status", NULL, js_status, NULL, NULL, NULL, napi_default, NULL},
       {"dropCaches", NULL, js_drop_caches, NULL, NULL, NULL, napi_default, NULL},
       {"profileFolded", NULL, js_profile_folded, NULL, NULL, NULL, napi_default, NULL},
       {"profileSamples", NULL, js_profile_samples, NULL, NULL, NULL, napi_default, NULL},

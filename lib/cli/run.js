@@ -14,6 +14,7 @@ const { checkOutputPath, writeOutput, stderrLine } = require('./io')
 const { listInputs, mergeFiles, badLinesWarning, plural } = require('./merge')
 const help = require('./help')
 const { commandTitle } = require('../output')
+const { fromText } = require('../options')
 
 const REGISTER = path.join(__dirname, '..', '..', 'register.js')
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']
@@ -44,26 +45,15 @@ function nodeOptionsWith (existing, register = REGISTER) {
   return existing && existing.trim() !== '' ? `${existing} ${ours}` : ours
 }
 
-function checkHz (value) {
-  if (!/^\d+$/.test(value)) throw usageError(`--hz must be a whole number of samples per second, got "${value}"`)
-  try {
-    require('../options').checkStartOptions({ hz: Number(value) })
-  } catch (err) {
-    throw usageError(`--hz ${err.message.replace(/^start\(options\): hz /, '')}`)
+// --hz, --mode, --what: start options as text (lib/options.js reads them).
+function checkFlag (name, value) {
+  const read = fromText(name, value)
+  if (read.fail === 'form') throw usageError(`--${name} must be a whole number of samples per second, got "${value}"`)
+  if (read.fail === 'range') {
+    throw usageError(`--${name} must be from ${read.min} to ${read.max} (kernel.perf_event_max_sample_rate), got ${value}`)
   }
-  return Number(value)
-}
-
-function checkMode (value) {
-  const { MODES } = require('../options')
-  if (!MODES.includes(value)) throw usageError(`--mode must be one of ${MODES.join(', ')}, got "${value}"`)
-  return value
-}
-
-function checkWhat (value) {
-  const { WHATS } = require('../options')
-  if (!WHATS.includes(value)) throw usageError(`--what must be one of ${WHATS.join(', ')}, got "${value}"`)
-  return value
+  if (read.fail) throw usageError(`--${name} must be one of ${read.choices.join(', ')}, got "${value}"`)
+  return read.value
 }
 
 // Whether `name` is a file the PATH search could have meant. execvp says
@@ -104,7 +94,7 @@ async function run (argv) {
     return 0
   }
   if (command.length === 0) throw usageError('no command to run')
-  const hz = values.hz === undefined ? 99 : checkHz(values.hz)
+  const hz = values.hz === undefined ? 99 : checkFlag('hz', values.hz)
   if (values.output !== undefined) checkOutputPath(values.output)
 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-'))
@@ -114,8 +104,8 @@ async function run (argv) {
     KFLAME_OUT: dir + '/',
     KFLAME_FORMAT: 'folded',
     KFLAME_HZ: String(hz), // always: an inherited one was not checked here
-    KFLAME_MODE: values.mode === undefined ? (process.env.KFLAME_MODE || '') : checkMode(values.mode),
-    KFLAME_WHAT: values.what === undefined ? (process.env.KFLAME_WHAT || '') : checkWhat(values.what),
+    KFLAME_MODE: values.mode === undefined ? (process.env.KFLAME_MODE || '') : checkFlag('mode', values.mode),
+    KFLAME_WHAT: values.what === undefined ? (process.env.KFLAME_WHAT || '') : checkFlag('what', values.what),
     KFLAME_SOURCE_MAPS: values['source-maps'] ? '1' : (process.env.KFLAME_SOURCE_MAPS || ''),
     KFLAME_QUIET: '1'
   }
@@ -199,4 +189,4 @@ function collect (dir, out, { hz, title }) {
   stderrLine(`${m.samples} samples from ${processes} written to ${out}`)
 }
 
-module.exports = { run, nodeOptionsWith, quoteNodeOption, checkHz, REGISTER, SPEC }
+module.exports = { run, nodeOptionsWith, quoteNodeOption, REGISTER, SPEC }

@@ -1,0 +1,136 @@
+'use strict'
+
+// The process's one profiling session. perf events and the C profiler are
+// per process, and worker threads load the same addon, so what runs, who
+// started it and how is asked of C (binding.status(), the stats stop()
+// returns), never remembered here: every isolate sees the same session, and
+// a profile stopped on another thread than the one that started it still
+// says how it was taken.
+//
+// Each start has an id. A caller that keeps state about "its" profile (the
+// HTTP endpoints, continuous(), kflame/register) holds the id and stops with
+// it: stop(id) ends that profile only, so a profile the application stopped
+// and started again is never taken for the one it kept.
+
+// Interpreted functions get a trampoline of their own, so their frames can
+// be named; it applies to functions compiled from now on. Set before the
+// binding loads, which arms V8's code-event hook (unless KFLAME_JIT=lazy:
+// then the first start() arms it; KFLAME_JIT=off leaves V8 alone).
+const jitMode = process.env.KFLAME_JIT || 'load'
+if (jitMode !== 'off') require('node:v8').setFlagsFromString('--interpreted-frames-native-stack')
+
+const binding = require('./binding')
+const { checkStartOptions, MODES, WHATS } = require('./options')
+const { Profile, makeStats } = require('./profile')
+const workers = require('./workers')
+
+// Workers that never load kflame get their code-event hook through the
+// inspector (lib/workers.js), from load like this isolate's own.
+if (jitMode === 'load') workers.armWorkers()
+
+// Who starts a profile, as C keeps it for status(): lib/http's endpoints
+// tell theirs apart from the application's.
+const OWNERS = ['application', 'http', 'http-profile', 'continuous', 'register']
+
+/**
+ * Starts the process's profile with start()'s options (checked here unless
+ * `checked`: then they are checkStartOptions()'s result). Returns its id.
+ * Throws KFLAME_ERR_RUNNING when any isolate's profile runs.
+ */
+function start (options, { owner = 'application', checked = false } = {}) {
+  const o = checked ? options : checkStartOptions(options)
+  if (jitMode === 'lazy' && o.jit) workers.armWorkers()
+  return binding.start({
+    hz: o.hz,
+    mode: MODES.indexOf(o.mode), // kf_mode_t
+    taskClock: o.event === 'task-clock',
+    kernel: o.kernel,
+    ringPages: o.ringPages || 0, // 0: the sampler's default
+    stackBytes: o.stackBytes,
+    timeline: o.timeline,
+    jit: o.jit && jitMode !== 'off',
+    tiers: o.tiers,
+    dwarf: o.dwarf,
+    what: WHATS.indexOf(o.what) + 1, // KF_WHAT_*
+    maxSwitchRate: o.maxSwitchRate,
+    sourceMaps: o.sourceMaps,
+    perfMap: o.perfMap || undefined,
+    owner: OWNERS.includes(owner) ? owner : 'application'
+  })
+}
+
+/**
+ * Ends the profile: any, or with `id` only that one (KFLAME_ERR_NOT_RUNNING
+ * when another runs, left running). -> a Profile; JS frames go through their
+ * source maps when the profile was started with sourceMaps, unless
+ * `sourceMaps: false`.
+ */
+function stop ({ id, sourceMaps = true } = {}) {
+  const raw = id === undefined ? binding.stop() : binding.stop(id)
+  const profile = profileOf(raw)
+  if (sourceMaps && raw.stats.sourceMaps) mapSources(profile)
+  return profile
+}
+
+// A profile as stop() or takeWindow() hand it over: its stats are C's.
+function profileOf (raw) {
+  return Profile.fromNative(raw, makeStats(raw.stats, raw.labels, workers.status()),
+    { startUs: raw.stats.startUs, wallStart: raw.stats.wallStartMs })
+}
+
+// JS frames named after their original sources (lib/sourcemaps.js), at
+// stop() while the files are as they ran. A text too large for a JS string
+// stays as it is, with a warning.
+function mapSources (profile) {
+  const details = profile.stats.details
+  try {
+    details.sourceMaps = profile.mapSources()
+  } catch (err) {
+    if (err.code !== 'KFLAME_ERR_TOO_LARGE') throw err
+    profile.stats.warnings.push(`source maps were not applied: ${err.message}`)
+    return
+  }
+  const { missing, broken, unmapped, mapped } = details.sourceMaps
+  if (mapped > 0) details.foldedBytes = Buffer.byteLength(profile.folded)
+  if (broken > 0) {
+    profile.stats.warnings.push(`${broken} source map(s) could not be read or parsed: the frames of their files keep their JS names`)
+  }
+  if (unmapped > 0 && missing + broken === 0) {
+    profile.stats.warnings.push(`${unmapped} JS frame(s) fell outside their files' source maps and keep their JS names`)
+  }
+}
+
+/**
+ * Continuous profiles: cut(id) asks for the samples so far to become a
+ * window (false while the last one is not taken); takeWindow(ms) returns
+ * it as a Profile, or null when it is not made yet.
+ */
+function cut (id) {
+  return binding.cut(id)
+}
+
+function takeWindow (timeoutMs) {
+  const raw = binding.takeWindow(timeoutMs)
+  return raw === null ? null : profileOf(raw)
+}
+
+function running () {
+  return binding.running()
+}
+
+/**
+ * The running profile as it was started, whichever isolate started it:
+ * { id, owner, hz, mode (asked), what, event, kernel, maxSwitchRate,
+ * sourceMaps, perfMap, wallStartMs }, or null when none runs.
+ */
+function status () {
+  return binding.status()
+}
+
+// Whether the profile `id` is the one running.
+function owns (id) {
+  const s = binding.status()
+  return s !== null && s.id === id
+}
+
+module.exports = { start, stop, cut, takeWindow, running, status, owns, jitMode, OWNERS }
