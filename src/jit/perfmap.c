@@ -1,16 +1,10 @@
 #define _GNU_SOURCE
 #include "jit/perfmap.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "util/safefile.h"
-
-void kf_perfmap_default_path(char *buf, size_t cap) {
-  snprintf(buf, cap, "/tmp/perf-%d.map", (int)getpid());
-}
 
 long kf_perfmap_write(kf_codemap_t *map, const char *path) {
   char *text;

@@ -15,9 +15,6 @@
 
 #include "jit/codemap.h"
 
-/* The default path, /tmp/perf-<pid>.map, into buf. */
-void kf_perfmap_default_path(char *buf, size_t cap);
-
 /* Returns the number of lines written, -KF_ERR_UNSAFE_PATH (something other
  * than a regular file is at `path`), or -errno (nothing is left behind on
  * failure). */
