@@ -7,7 +7,7 @@
 //
 // one stack per line, root first, frames joined by ';', then a space and the
 // count. Frame names may hold spaces but never ';' nor a line break. The
-// rules are the C renderer's (src/flametree.c split_count) and the C
+// rules are the C renderer's (src/render/flametree.c split_count) and the C
 // folder's (src/util/framename.h kf_fold_sanitize), so a text reads the same in C
 // and in JS. Everything here is linear in its input: no regular expression
 // that can backtrack over a run of spaces. Pure; called on any JS thread.
@@ -45,7 +45,7 @@ function isDigits (text) {
 
 // "frames COUNT" -> { stack, count } with the stack (the text before the
 // count) as it is, or null without a count of 1-18 digits up to 2^53 - 1.
-// For kflame's own text (src/folded.c), whose stacks are what C folded.
+// For kflame's own text (src/render/folded.c), whose stacks are what C folded.
 function splitCount (line) {
   const text = trimLine(line)
   const space = text.lastIndexOf(' ')

@@ -1,7 +1,7 @@
 'use strict'
 
 // The HTML flame graph: lib/flame.html (the page, an asset kept as a file)
-// with the data src/flamehtml.c renders from folded stacks. Options are the
+// with the data src/render/flamehtml.c renders from folded stacks. Options are the
 // SVG's (lib/svg.js checks them), so every way in takes the same ones.
 
 const fs = require('node:fs')
@@ -31,7 +31,7 @@ function escapeHtml (s) {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c])
 }
 
-// The page around data (src/flamehtml.h: already safe inside <script>).
+// The page around data (src/render/flamehtml.h: already safe inside <script>).
 function page (data, title) {
   const [head, middle, tail] = loadTemplate()
   return head + escapeHtml(title) + middle + data + tail

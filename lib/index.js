@@ -52,7 +52,7 @@ function isRunning () {
 }
 
 // Writes the live JIT code map as a perf map (atomically, mode 0644, never
-// through a link or into a device or FIFO at `path`: src/safefile.h) for an
+// through a link or into a device or FIFO at `path`: src/util/safefile.h) for an
 // external `perf report` / `perf script`. Returns { path, lines }.
 function writePerfMap (path = defaultPerfMapPath()) {
   checkPath(path, 'writePerfMap(path): path')

@@ -2,7 +2,7 @@
 
 // Labels: kflame.label(name, fn) names a stretch of a thread's time, and
 // every sample taken on that thread meanwhile gets `name` as a frame right
-// under the thread's root: "main;GET /users;...". The C log (src/labels.c)
+// under the thread's root: "main;GET /users;...". The C log (src/collect/labels.c)
 // stamps each open and close with the thread and CLOCK_MONOTONIC, the clock
 // of the samples; stop() matches the two (applyLabels).
 //
@@ -79,7 +79,7 @@ function applyLabels (folded, samples, labels) {
   if (!labels || labels.tid.length === 0 || samples.line.length === 0) return { folded, samples }
   const lines = folded.split('\n')
   if (lines[lines.length - 1] === '') lines.pop()
-  // C's text (src/folded.c): every line is a stack and its count.
+  // C's text (src/render/folded.c): every line is a stack and its count.
   const split = lines.map(splitCount)
   const stacks = split.map((s) => s.stack)
   const byThread = intervalsByThread(labels)

@@ -1,7 +1,7 @@
 'use strict'
 
 // The one way kflame's JS writes a file (profiles from kflame/register and
-// the CLI), with the rules of src/safefile.c, so that no other user can
+// the CLI), with the rules of src/util/safefile.c, so that no other user can
 // steer a write even when kflame runs as root in a shared directory (/tmp,
 // a world-writable KFLAME_OUT):
 //

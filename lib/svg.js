@@ -17,7 +17,7 @@ const DEFAULTS = Object.freeze({
   // waiting for work) are left out unless true.
   idle: false,
   // Labels of the app's own JS files are shown relative to this directory
-  // (src/framelabel.h); undefined: process.cwd() when rendered.
+  // (src/render/framelabel.h); undefined: process.cwd() when rendered.
   cwd: undefined
 })
 
@@ -75,7 +75,7 @@ function renderSvg (folded, options) {
 // File to file, all in C: a big folded file never becomes a JS string.
 // The input may be a pipe or FIFO (read to its end; one with no writer
 // reads as empty); the output is written as lib/safefile.js writes
-// (src/safefile.h): never through a link or into a device, FIFO or
+// (src/util/safefile.h): never through a link or into a device, FIFO or
 // directory at outPath (KFLAME_ERR_UNSAFE_PATH). -> the same stats as
 // renderSvg.
 function renderSvgFile (inPath, outPath, options) {

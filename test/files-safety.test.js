@@ -6,7 +6,7 @@
 // with KFLAME_ERR_UNSAFE_PATH and left as it was. Every path argument is
 // checked (non-empty, no NUL). Inputs that are pipes or FIFOs are read, and
 // a FIFO nobody writes does not hang. As root, the real attack: `nobody`
-// plants the links, a root-only file is the victim. (src/safefile.h,
+// plants the links, a root-only file is the victim. (src/util/safefile.h,
 // lib/safefile.js; the C side alone: test/c/test_safefile.c.)
 
 const t = require('tap')
@@ -61,7 +61,7 @@ t.test('writePerfMap: links at the old temporary names are not followed', async 
   const dir = tmpdir(t)
   const victim = victimIn(dir)
   const map = path.join(dir, 'perf-1.map')
-  fs.symlinkSync(victim, `${map}.${process.pid}.tmp`) // the old src/perfmap.c name
+  fs.symlinkSync(victim, `${map}.${process.pid}.tmp`) // the old src/jit/perfmap.c name
   const r = kflame.writePerfMap(map)
   t.ok(r.lines > 0)
   t.equal(fs.readFileSync(victim, 'utf8'), VICTIM, 'victim byte-identical')

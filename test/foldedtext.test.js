@@ -3,7 +3,7 @@
 // lib/foldedtext.js, the one JS reader and writer of folded text: its line
 // grammar and its sanitising rule, each checked against the C side on the
 // same inputs (the renderer's counts through kflame.renderSvg; the frame
-// name rule through V8's code events, src/jitname.c and kf_fold_sanitize,
+// name rule through V8's code events, src/jit/jitname.c and kf_fold_sanitize,
 // read back from a perf map).
 
 const t = require('tap')
@@ -56,7 +56,7 @@ t.test('formatting: one sorted line per stack, and back', async (t) => {
     'a sanitised name stays one frame of one line')
 })
 
-// The C renderer (src/flametree.c) reads the same lines as good or bad.
+// The C renderer (src/render/flametree.c) reads the same lines as good or bad.
 t.test('the C renderer and parseText agree line by line', async (t) => {
   const lines = ['main;a 1', 'main;a 3\r', 'main;a 3   ', 'main;a  3', 'main 007', 'main;a 0', 'main;a 1.5',
     'main;a -1', 'main;;a 1', ';main 1', 'main; 1', 'main;a', ' 5', 'main;a 1\t', 'main;a 9007199254740991',
@@ -70,8 +70,8 @@ t.test('the C renderer and parseText agree line by line', async (t) => {
 })
 
 // Names through C: a JS function's name goes to kflame with V8's code
-// events, becomes a frame name in src/jitname.c by kf_fold_sanitize, the
-// rule src/folded.c applies to every name, and comes out in a perf map.
+// events, becomes a frame name in src/jit/jitname.c by kf_fold_sanitize, the
+// rule src/render/folded.c applies to every name, and comes out in a perf map.
 // A name for a TAP message: only printable ASCII (U+2028 would break the line).
 function ascii7 (s) {
   return s.replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)

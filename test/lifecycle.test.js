@@ -162,7 +162,7 @@ t.test('stop() reports what start() took, phase by phase', async (t) => {
   t.ok(d.offCpu <= d.total + 1e-6, 'off-CPU time within the whole')
 })
 
-// The perf hook holder (src/perfwarm.h): one parked thread once kflame
+// The perf hook holder (src/sample/perfwarm.h): one parked thread once kflame
 // loads, none with KFLAME_PERF_WARM=off.
 t.test('kflame-warm holds the kernel\'s perf hooks on, unless KFLAME_PERF_WARM=off', async (t) => {
   const script = `

@@ -29,7 +29,7 @@ async function readStream (stream, head = []) {
 }
 
 // A file, or a pipe or FIFO (`kflame svg <(cmd)`), read as the C side reads
-// one (src/readfile.c): opened without blocking, so a FIFO nobody writes
+// one (src/util/readfile.c): opened without blocking, so a FIFO nobody writes
 // reads as empty instead of hanging in open(2).
 async function readInput (file) {
   const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK)
@@ -108,7 +108,7 @@ async function svg (argv) {
   let stats
   if (input !== null && out !== undefined) {
     // File to file, all in C: a big folded file never becomes a JS string.
-    // The C side writes as lib/safefile.js does (src/safefile.h): a failed
+    // The C side writes as lib/safefile.js does (src/util/safefile.h): a failed
     // render leaves no half SVG, a link at `out` is refused. The input may
     // be a pipe (`kflame svg <(cmd) -o x.svg`).
     try {
