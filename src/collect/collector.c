@@ -188,12 +188,12 @@ static void mark_unnamed_jit(kf_collector_t *c, uint64_t *ips, uint32_t nr) {
 }
 
 /* A callchain with its JIT frames as tokens (jitframes.h), into *buf
- * (grown to room for 2 * n + 1): the count, or -ENOMEM. */
+ * (grown to room for KF_JITFRAMES_OUT(n)): the count, or -ENOMEM. */
 static int name_jit_frames(kf_collector_t *c, uint64_t time, const uint64_t *chain,
                            uint32_t n, const kf_userstack_t *stack, uint64_t **buf,
                            size_t *cap) {
   int k;
-  if (kf_grow((void **)buf, cap, 2 * (size_t)n + 1, sizeof(uint64_t), 256) ||
+  if (kf_grow((void **)buf, cap, KF_JITFRAMES_OUT(n), sizeof(uint64_t), 256) ||
       (k = kf_jitframes_resolve(c->jit, time, chain, n, stack, *buf)) < 0)
     return -ENOMEM;
   mark_unnamed_jit(c, *buf, (uint32_t)k);
@@ -207,8 +207,8 @@ static uint32_t user_marker(const uint64_t *ips, uint32_t nr) {
 }
 
 /* The frames a DWARF unwind found (dwarfunwind.h), named like the rest:
- * V8's builtins among them become tokens. Writes to out (room for 2 * (n +
- * 2) + 1) and returns how many, or -ENOMEM. */
+ * V8's builtins among them become tokens. Writes to out (room for KF_JITFRAMES_OUT(n + 2))
+ * and returns how many, or -ENOMEM. */
 static int name_found_frames(kf_collector_t *c, uint64_t time, int runs_js,
                              const uint64_t *frames, size_t n, uint64_t *out) {
   if (!c->jit || !runs_js || n == 0) {
@@ -216,7 +216,7 @@ static int name_found_frames(kf_collector_t *c, uint64_t time, int runs_js,
     return (int)n;
   }
   /* [USER marker, no leaf, the return addresses] for resolve */
-  uint64_t chain[2 + KF_DWARF_MAX_FRAMES], named[2 * (2 + KF_DWARF_MAX_FRAMES) + 1];
+  uint64_t chain[2 + KF_DWARF_MAX_FRAMES], named[KF_JITFRAMES_OUT(2 + KF_DWARF_MAX_FRAMES)];
   chain[0] = (uint64_t)PERF_CONTEXT_USER;
   chain[1] = 0;
   memcpy(chain + 2, frames, n * sizeof(uint64_t));
@@ -234,7 +234,7 @@ static int put_back_frames(kf_collector_t *c, const kf_dwarf_fix_t *fix,
                            uint32_t raw_nr, const uint64_t **ips, uint32_t *nr) {
   uint32_t ru = user_marker(raw, raw_nr), u = user_marker(*ips, *nr);
   if (ru + 2 > raw_nr || u + 2 > *nr || (*ips)[u + 1] != raw[ru + 1]) return 0;
-  uint64_t named[2 * (2 + KF_DWARF_MAX_FRAMES) + 1];
+  uint64_t named[KF_JITFRAMES_OUT(2 + KF_DWARF_MAX_FRAMES)];
   int n = name_found_frames(c, time, runs_js, fix->frames, fix->n, named);
   if (n <= 0) return n;
   /* Into a buffer *ips is not in (a rebuilt chain is in c->spliced). */
@@ -275,7 +275,7 @@ static int rebuild_from_tail(kf_collector_t *c, const kf_dwarf_fix_t *fix,
     prefix = c->scratch;
     named_tail = c->tailbuf;
   }
-  uint64_t found[2 * (2 + KF_DWARF_MAX_FRAMES) + 1];
+  uint64_t found[KF_JITFRAMES_OUT(2 + KF_DWARF_MAX_FRAMES)];
   int nf = name_found_frames(c, time, runs_js, fix->frames, fix->n, found);
   if (nf < 0) return nf;
   size_t total = (size_t)np + (size_t)nf + (size_t)nk - 1;

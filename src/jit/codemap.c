@@ -384,6 +384,18 @@ int kf_codemap_lookup(kf_codemap_t *m, uint64_t addr, uint64_t t, char *buf,
   return rc;
 }
 
+int kf_codemap_positions(kf_codemap_t *m, uint64_t addr, uint64_t t,
+                         size_t side, int64_t *out) {
+  int rc = -1;
+  pthread_mutex_lock(&m->lock);
+  const code_t *e = live_at(m, addr);
+  if (!e || e->born > t) e = dead_at(m, addr, t);
+  if (e && e->lines)
+    rc = kf_lines_window(e->lines, (uint32_t)(addr - e->start), side, out);
+  pthread_mutex_unlock(&m->lock);
+  return rc;
+}
+
 void kf_codemap_keep_dead(kf_codemap_t *m, int on) {
   pthread_mutex_lock(&m->lock);
   /* Counted: a session stopping in one thread still names with dead code

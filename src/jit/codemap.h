@@ -98,6 +98,12 @@ void kf_codemap_drop_owner(kf_codemap_t *m, uintptr_t owner, uint64_t when);
 int kf_codemap_lookup(kf_codemap_t *m, uint64_t addr, uint64_t t, char *buf,
                       size_t cap, kf_code_info_t *info);
 
+/* The source offsets around `addr` in the line table of the code there at
+ * time t (kf_lines_window: 2 * side + 1 of them). Returns 0, or -1 when no
+ * code known to kflame was there or it has no line table. */
+int kf_codemap_positions(kf_codemap_t *m, uint64_t addr, uint64_t t,
+                         size_t side, int64_t *out);
+
 /* While on, code that dies is kept for lookups of older samples; turning
  * it off frees every dead entry. Counted: each on needs its off (a session
  * still naming and a new one may overlap), and dead code goes with the

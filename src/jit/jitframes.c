@@ -175,31 +175,100 @@ static int token_at(kf_jitframes_t *j, uint64_t addr, uint64_t time,
   return named_token_at(j, addr, time, token, info, name);
 }
 
-/* The function inlined where optimized code `outer` (named outer_name) was
- * at the address looked up into *info: its source offset there is one of a
- * small function's own in the code's script, and so is an adjacent entry's
- * of the code's line table (an offset of another script's function, read
- * in this one, rarely lands twice on one function). Returns 1 with the
- * inlined function's token, 0 when the address is the outer function's own
- * code or not known, or -ENOMEM. Only the innermost inlined function is
- * found: V8's events carry no inlining chain. */
-static int inlined_at(kf_jitframes_t *j, const kf_code_info_t *info,
-                      const char *outer_name, uint64_t *token) {
+/* The function that owns source offset `position` of the code's script,
+ * into name[NAME_BYTES]: 1, or 0 when none or two functions claim it. */
+static int owner_of(kf_jitframes_t *j, const kf_code_info_t *info,
+                    int64_t position, char *name) {
+  return position >= 0 &&
+         kf_funcpos_find(j->funcpos, info->script, position, name, NAME_BYTES) >= 0;
+}
+
+/* The functions inlined where optimized code (named outer_name) was at
+ * `addr`, looked up into *info, as tokens into chain, innermost first.
+ * Returns how many (at most KF_JITFRAMES_MAX_INLINED), 0 when the address
+ * is the outer function's own code or not known, or -ENOMEM.
+ *
+ * The innermost: the instruction's source offset is one of a small
+ * function's own in the code's script, and so is an adjacent entry's of the
+ * code's line table (an offset of another script's function, read in this
+ * one, rarely lands twice on one function).
+ *
+ * The ones around it: V8's events carry no inlining chain, but a function
+ * B that inlined C surrounds C's instructions in the table: B's entries run
+ * up to C's (the call's set-up) and on after them (what B does with the
+ * result). So, in a window of the table around the address, the run of
+ * C's entries is followed out both ways; when the entries met first on
+ * each side are both B's, B called C. Then B's run is followed out, and so
+ * on. Anything else met first (the outer function, an offset no function
+ * or two functions own, or two different functions) ends the chain: a
+ * function inlined after another would otherwise pass for its caller. So
+ * does C coming back beyond B's runs: code motion (a loop's body laid out
+ * around another's) also puts B's instructions on both sides of C's.
+ * What this cannot see, it leaves out: a B whose instructions were all
+ * scheduled away (no entry of B around C) is a frame missing, not a
+ * wrong one. */
+#define WINDOW_SIDE 24
+
+/* Whether function `inner` comes again in the window beyond the run of
+ * function `caller` that starts at window[from], going `dir` (-1 or 1). */
+static int recurs(kf_jitframes_t *j, const kf_code_info_t *info, const int64_t *window,
+                  int from, int dir, const char *caller, const char *inner) {
+  char owner[NAME_BYTES];
+  int k = from;
+  while (k >= 0 && k <= 2 * WINDOW_SIDE && owner_of(j, info, window[k], owner) &&
+         strcmp(owner, caller) == 0)
+    k += dir;
+  for (; k >= 0 && k <= 2 * WINDOW_SIDE; k += dir)
+    if (owner_of(j, info, window[k], owner) && strcmp(owner, inner) == 0) return 1;
+  return 0;
+}
+
+static int inlined_at(kf_jitframes_t *j, uint64_t addr, uint64_t time,
+                      const kf_code_info_t *info, const char *outer_name,
+                      uint64_t chain[KF_JITFRAMES_MAX_INLINED]) {
   char name[NAME_BYTES], near[NAME_BYTES];
-  if (!j->funcpos || info->kind != KF_CODE_JS || info->positions[1] < 0 ||
-      kf_funcpos_find(j->funcpos, info->script, info->positions[1], name,
-                      sizeof name) < 0 ||
-      strcmp(name, outer_name) == 0)
+  if (!j->funcpos || info->kind != KF_CODE_JS ||
+      !owner_of(j, info, info->positions[1], name) || strcmp(name, outer_name) == 0)
     return 0;
   int confirmed = 0;
   for (int side = 0; side <= 2 && !confirmed; side += 2)
-    confirmed = info->positions[side] >= 0 &&
-                info->positions[side] != info->positions[1] &&
-                kf_funcpos_find(j->funcpos, info->script, info->positions[side],
-                                near, sizeof near) >= 0 &&
-                strcmp(near, name) == 0;
+    confirmed = info->positions[side] != info->positions[1] &&
+                owner_of(j, info, info->positions[side], near) && strcmp(near, name) == 0;
   if (!confirmed) return 0;
-  return token_of(j, name, info->tier, 1, token);
+  int rc = token_of(j, name, info->tier, 1, &chain[0]);
+  if (rc <= 0) return rc;
+
+  int64_t window[2 * WINDOW_SIDE + 1];
+  if (kf_codemap_positions(j->map, addr, time, WINDOW_SIDE, window) != 0) return 1;
+  int n = 1, left = WINDOW_SIDE, right = WINDOW_SIDE;
+  char left_name[NAME_BYTES];
+  while (n < KF_JITFRAMES_MAX_INLINED) {
+    /* Out of the current function's run, both ways. */
+    while (left > 0 && owner_of(j, info, window[left - 1], near) && strcmp(near, name) == 0)
+      left--;
+    while (right < 2 * WINDOW_SIDE && owner_of(j, info, window[right + 1], near) &&
+           strcmp(near, name) == 0)
+      right++;
+    if (left == 0 || right == 2 * WINDOW_SIDE ||
+        !owner_of(j, info, window[left - 1], left_name) ||
+        !owner_of(j, info, window[right + 1], near) || strcmp(left_name, near) != 0 ||
+        strcmp(near, outer_name) == 0)
+      break;
+    /* Code motion can put B's instructions on both sides of C's without B
+     * calling C (a loop's body laid out around another's): then C comes
+     * back beyond B's runs. A call is one stretch of C inside B. */
+    if (recurs(j, info, window, left - 1, -1, near, name) ||
+        recurs(j, info, window, right + 1, 1, near, name))
+      break;
+    rc = token_of(j, near, info->tier, 1, &chain[n]);
+    if (rc < 0) return rc;
+    if (rc == 0) break;
+    n++;
+    memcpy(name, near, NAME_BYTES);
+    left--;
+    right++;
+  }
+  return n;
 }
 
 /* The token of the function whose interpreter frame is at fp, from the
@@ -236,9 +305,9 @@ static int frame_built(kf_jitframes_t *j, uint64_t time,
 /* The function a leaf builtin or bytecode handler was running for, which
  * the callchain skips when the leaf has no frame of its own: it starts at
  * the caller's frame pointer (bp) and return address. Returns how many
- * tokens to put back under the leaf, leaf first, into tokens (1, or 2 when
- * the call was in a function inlined into the caller's code), 0 when there
- * is none, or -ENOMEM.
+ * tokens to put back under the leaf, leaf first, into tokens (1, or more
+ * when the call was in functions inlined into the caller's code), 0 when
+ * there is none, or -ENOMEM.
  * - A bytecode handler runs in the interpreter frame at bp (when it has a
  *   frame of its own, bp holds a typed-frame marker where an interpreter
  *   frame holds a context, and nothing is found).
@@ -248,7 +317,8 @@ static int frame_built(kf_jitframes_t *j, uint64_t time,
 static int running_function(kf_jitframes_t *j, uint64_t time,
                             const kf_userstack_t *stack,
                             const kf_code_info_t *leaf, const uint64_t *ips,
-                            uint32_t nuser, uint64_t tokens[2]) {
+                            uint32_t nuser,
+                            uint64_t tokens[KF_JITFRAMES_MAX_INLINED + 1]) {
   if (leaf->kind == KF_CODE_BYTECODE_HANDLER)
     return frame_function(j, time, stack, stack->bp, &tokens[0]);
   uint64_t ret, next_token, caller_token;
@@ -266,7 +336,7 @@ static int running_function(kf_jitframes_t *j, uint64_t time,
     if (rc > 0 && next.start == caller.start) return 0;
   }
   /* The call may be in a function inlined into the caller's code. */
-  rc = inlined_at(j, &caller, name, &tokens[0]);
+  rc = inlined_at(j, ret - 1, time, &caller, name, tokens);
   if (rc < 0) return rc;
   tokens[rc] = caller_token;
   return rc + 1;
@@ -298,7 +368,7 @@ int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
     out[n++] = kf_jitframes_is_token(ips[i]) ? 0 : ips[i];
     if (i < user || !j->map) continue;
     kf_code_info_t info;
-    uint64_t token, function;
+    uint64_t token, function, chain[KF_JITFRAMES_MAX_INLINED];
     char name[NAME_BYTES];
     uint32_t k = i - user; /* frame k of the user stack, 0 the leaf */
     /* A return address is looked up at its call instruction: one byte
@@ -309,13 +379,14 @@ int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
     if (rc == 0) continue;
     out[n - 1] = token;
     j->stats.named++;
-    found = inlined_at(j, &info, name, &function);
+    found = inlined_at(j, at, time, &info, name, chain);
     if (found < 0) return -ENOMEM;
     if (found) {
-      /* leaf first: the inlined function, then the code it is inlined in */
-      out[n - 1] = function;
+      /* leaf first: the inlined functions, then the code they are in */
+      memcpy(&out[n - 1], chain, (size_t)found * sizeof(uint64_t));
+      n += (uint32_t)found - 1;
       out[n++] = token;
-      j->stats.inlined++;
+      j->stats.inlined += (uint64_t)found;
       continue;
     }
     if (info.kind == KF_CODE_INTERPRETER_ENTRY) {
@@ -328,13 +399,13 @@ int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
       if (found) j->stats.interpreted_named++;
       else j->stats.interpreted_unnamed++;
     } else if (k == 0 && nfps > 0) {
-      uint64_t put_back[2];
+      uint64_t put_back[KF_JITFRAMES_MAX_INLINED + 1];
       found = running_function(j, time, stack, &info, ips + user, nr - user,
                                put_back);
       if (found < 0) return -ENOMEM;
       for (int f = 0; f < found; f++) out[n++] = put_back[f];
       if (found) j->stats.running_added++;
-      if (found == 2) j->stats.inlined++;
+      if (found > 1) j->stats.inlined += (uint64_t)found - 1;
     }
   }
   return (int)n;

@@ -40,7 +40,9 @@ void kf_jitframes_alias(kf_jitframes_t *j, const kf_code_alias_t *aliases,
 /* Names inlined functions from the source offsets of optimized code
  * (jitlines.h): a frame of optimized code whose instruction belongs to an
  * inlined function becomes "inlined_[i];outer_[j]" (leaf first: the
- * inlined token, then the outer). Before the first resolve. */
+ * inlined token, then the outer), and one inlined in another inlined one
+ * "inner_[i];middle_[i];outer_[j]" (jitframes.c: inlined_at says how they
+ * are told apart). Before the first resolve. */
 void kf_jitframes_inlining(kf_jitframes_t *j, kf_funcpos_t *funcpos);
 
 typedef struct kf_jitframes_stats {
@@ -58,12 +60,20 @@ typedef struct kf_jitframes_stats {
   uint64_t copy_short;
 } kf_jitframes_stats_t;
 
+/* Inlined functions a frame may expand into (the innermost and those that
+ * inlined it, nested), and the entries resolve may write for a callchain
+ * of nr entries: a frame becomes at most its inlined functions and its own
+ * code, the leaf also the running function put back with its own. */
+#define KF_JITFRAMES_MAX_INLINED 4
+#define KF_JITFRAMES_OUT(nr) ((size_t)(nr) * (2 * KF_JITFRAMES_MAX_INLINED + 2) + 1)
+
 /* Copies the callchain ips[0..nr) of a sample taken at `time` into out,
  * with JIT frames as tokens. With `stack` (the sample's user registers and
  * stack copy; NULL when it has none) interpreter frames are named from
  * their BytecodeArray and the function under a frameless bytecode handler
  * is put back; inlined functions add a frame each: out needs room for
- * 2 * nr + 1 entries. Returns the number of entries written, or -ENOMEM. */
+ * KF_JITFRAMES_OUT(nr) entries. Returns the number of entries written, or
+ * -ENOMEM. */
 int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
                          const uint64_t *ips, uint32_t nr,
                          const kf_userstack_t *stack, uint64_t *out);

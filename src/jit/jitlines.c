@@ -67,7 +67,12 @@ void kf_lines_release(kf_lines_t *l) {
 size_t kf_lines_count(const kf_lines_t *l) { return l->n; }
 
 int kf_lines_at(const kf_lines_t *l, uint32_t code_offset, int64_t out[3]) {
-  out[0] = out[1] = out[2] = -1;
+  return kf_lines_window(l, code_offset, 1, out);
+}
+
+int kf_lines_window(const kf_lines_t *l, uint32_t code_offset, size_t side,
+                    int64_t *out) {
+  for (size_t k = 0; k < 2 * side + 1; k++) out[k] = -1;
   size_t lo = 0, hi = l->n; /* first entry past code_offset */
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
@@ -76,9 +81,8 @@ int kf_lines_at(const kf_lines_t *l, uint32_t code_offset, int64_t out[3]) {
   }
   if (lo == 0) return -1;
   size_t at = lo - 1;
-  out[1] = l->lines[at].position;
-  if (at > 0) out[0] = l->lines[at - 1].position;
-  if (at + 1 < l->n) out[2] = l->lines[at + 1].position;
+  for (size_t k = 0; k <= side && k <= at; k++) out[side - k] = l->lines[at - k].position;
+  for (size_t k = 1; k <= side && at + k < l->n; k++) out[side + k] = l->lines[at + k].position;
   return 0;
 }
 

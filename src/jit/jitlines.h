@@ -54,6 +54,11 @@ size_t kf_lines_count(const kf_lines_t *l);
  * after that one; -1 where there is none. Returns 0, or -1 when no entry
  * is at or before code_offset. */
 int kf_lines_at(const kf_lines_t *l, uint32_t code_offset, int64_t out[3]);
+/* The same with `side` entries on each side: out[side] is the offset of
+ * the last entry at or before code_offset, out[side - k] and out[side + k]
+ * those k entries before and after it (out holds 2 * side + 1). */
+int kf_lines_window(const kf_lines_t *l, uint32_t code_offset, size_t side,
+                    int64_t *out);
 
 typedef struct kf_funcpos kf_funcpos_t;
 

@@ -395,6 +395,81 @@ static void inlined_functions_named(void) {
   kf_codemap_free(m);
 }
 
+
+/* A function inlined into an inlined function: the caller's entries run
+ * up to the callee's and on after them, so both come out, nested; a
+ * function merely inlined after another (its entries followed by the
+ * outer code's) or between two different ones is not taken for a caller.
+ * The window of offsets around an address comes from the table. */
+static void nested_inlining_named(void) {
+  kf_lines_t *w = lines_of((const uint32_t[][2]){{0, 1}, {10, 2}, {20, 3}, {30, 4}}, 4);
+  int64_t win[5];
+  CHECK(kf_lines_window(w, 25, 2, win) == 0);
+  CHECK(win[0] == 1 && win[1] == 2 && win[2] == 3 && win[3] == 4 && win[4] == -1);
+  kf_lines_release(w);
+
+  kf_codemap_t *m = kf_codemap_new();
+  kf_funcpos_t *f = kf_funcpos_new(1000);
+  static const uint32_t inner[][2] = {{0, 30}, {2, 34}, {5, 38}};
+  static const uint32_t mid[][2] = {{0, 50}, {2, 52}, {5, 54}};
+  static const uint32_t other[][2] = {{0, 60}, {2, 62}};
+  static const uint32_t hot[][2] = {{0, 90}, {2, 95}, {5, 99}};
+  const struct { const char *name; const uint32_t (*pairs)[2]; size_t n; } fns[] = {
+      {"inner a.js:1:1", inner, 3}, {"mid a.js:2:1", mid, 3},
+      {"other a.js:3:1", other, 2}, {"hot a.js:4:13", hot, 3}};
+  for (size_t i = 0; i < 4; i++) {
+    kf_lines_t *l = lines_of(fns[i].pairs, fns[i].n);
+    CHECK(kf_funcpos_add(f, 7, fns[i].name, l) == 0);
+    kf_lines_release(l);
+  }
+  /* hot inlines mid, which inlines inner; then sequential inlining; then
+   * inner between mid and other. */
+  static const uint32_t nested[][2] = {{0, 90}, {100, 50}, {110, 52}, {120, 30}, {124, 34},
+                                       {130, 54}, {140, 52}, {200, 99}};
+  static const uint32_t after[][2] = {{0, 90}, {100, 50}, {110, 52}, {120, 30}, {124, 34},
+                                      {130, 99}};
+  static const uint32_t between[][2] = {{0, 90}, {110, 52}, {120, 30}, {124, 34}, {130, 60},
+                                        {140, 99}};
+  /* mid's and inner's instructions interleaved (code motion in a loop):
+   * inner comes back beyond mid's run, so mid is not taken for its caller */
+  static const uint32_t interleaved[][2] = {{0, 90}, {110, 52}, {120, 30}, {124, 34},
+                                            {130, 54}, {140, 38}, {200, 99}};
+  const uint32_t(*tables[])[2] = {nested, after, between, interleaved};
+  size_t sizes[] = {8, 6, 6, 7};
+  for (size_t i = 0; i < 4; i++) {
+    uint64_t start = 0xb00000 + i * 0x1000;
+    add_named(m, start, 0x400, "JS:*hot a.js:4:13", 0);
+    kf_lines_t *l = lines_of(tables[i], sizes[i]);
+    CHECK(kf_codemap_attach_lines(m, start, 7, l) == 0);
+    kf_lines_release(l);
+  }
+  kf_jitframes_t *j = kf_jitframes_new(m, NULL);
+  kf_jitframes_inlining(j, f);
+  uint64_t out[KF_JITFRAMES_OUT(2)];
+  uint64_t in_nested[] = {U, 0xb00000 + 122};
+  CHECK(kf_jitframes_resolve(j, 5, in_nested, 2, NULL, out) == 4);
+  CHECK_STR(name_of(j, out[1]), "inner a.js:1:1_[i]");
+  CHECK_STR(name_of(j, out[2]), "mid a.js:2:1_[i]");
+  CHECK_STR(name_of(j, out[3]), "hot a.js:4:13_[j]");
+  CHECK_EQ_U64(kf_jitframes_stats(j)->inlined, 2);
+  /* In mid's own code, mid alone. */
+  uint64_t in_mid[] = {U, 0xb00000 + 112};
+  CHECK(kf_jitframes_resolve(j, 5, in_mid, 2, NULL, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "mid a.js:2:1_[i]");
+  uint64_t in_after[] = {U, 0xb01000 + 122}, in_between[] = {U, 0xb02000 + 122};
+  CHECK(kf_jitframes_resolve(j, 5, in_after, 2, NULL, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "inner a.js:1:1_[i]");
+  CHECK_STR(name_of(j, out[2]), "hot a.js:4:13_[j]");
+  CHECK(kf_jitframes_resolve(j, 5, in_between, 2, NULL, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "inner a.js:1:1_[i]");
+  uint64_t in_interleaved[] = {U, 0xb03000 + 122};
+  CHECK(kf_jitframes_resolve(j, 5, in_interleaved, 2, NULL, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "inner a.js:1:1_[i]");
+  kf_jitframes_free(j);
+  kf_funcpos_free(f);
+  kf_codemap_free(m);
+}
+
 static void long_names_whole(void) {
   /* names longer than any small buffer come out whole */
   kf_codemap_t *m = kf_codemap_new();
@@ -522,6 +597,7 @@ static const kftest_case_t cases[] = {
     {"jitframes: the running function put back under a leaf", running_function_put_back},
     {"jitlines: line tables and small functions' offsets", line_tables},
     {"jitframes: inlined functions named from source offsets", inlined_functions_named},
+    {"jitframes: functions inlined in inlined functions, nested", nested_inlining_named},
     {"jitframes: long names come out whole", long_names_whole},
     {"jitlines: tables and offsets shared between threads", lines_shared_between_threads},
     {"procmaps: V8's remapped builtins looked up at their first address", aliases_of_remapped_code},

@@ -78,8 +78,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* The callchain as the kernel writes it: the user context marker, then
    * the user ips. Exactly sized: ASan sees a read or write past it. */
   uint64_t *ips = malloc((n + 1) * sizeof(uint64_t));
-  /* resolve's contract: room for 2 * nr + 1, nr = n + 1 with the marker */
-  uint64_t *out = malloc((2 * n + 3) * sizeof(uint64_t));
+  /* resolve's contract: room for KF_JITFRAMES_OUT(nr), nr = n + 1 with the marker */
+  uint64_t *out = malloc(KF_JITFRAMES_OUT(n + 1) * sizeof(uint64_t));
   uint64_t *fps = malloc((n ? n : 1) * sizeof(uint64_t));
   if (!ips || !out || !fps) abort();
   ips[0] = (uint64_t)PERF_CONTEXT_USER;
@@ -98,8 +98,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   int got = kf_jitframes_resolve(jit, 5, ips, (uint32_t)n + 1, &stack, out);
   if (got < 0) FAIL("resolve failed: %d", got);
-  /* one more per user frame, two under the leaf at most */
-  if ((size_t)got > 2 * n + 2 || (size_t)got < n + 1) FAIL("%d entries from %zu", got, n + 1);
+  /* each user frame its inlined functions more, the leaf also the running
+   * function with its own */
+  size_t most = n + 1 + n * KF_JITFRAMES_MAX_INLINED + KF_JITFRAMES_MAX_INLINED + 1;
+  if ((size_t)got > most || (size_t)got < n + 1) FAIL("%d entries from %zu", got, n + 1);
   for (int i = 0; i < got; i++) {
     if (!kf_jitframes_is_token(out[i])) {
       int seen = out[i] == 0; /* what a token-shaped input ip becomes */
