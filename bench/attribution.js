@@ -38,9 +38,9 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { spawn } = require('node:child_process')
-const { machineNotes, machineLine, writeResults, option, median, mulberry32, perfCheck, procCpuMs } = require('./common')
+const { machineNotes, machineLine, writeResults, option, median, perfCheck, procCpuMs } = require('./common')
 const {
-  MARK, runChild: runChildOf, ROOT, loadKflame, addonMtime, schedNs, mainCpuNs, findThread, shuffle, makeMixedWorkload, summarize, extraPerUnit
+  MARK, runChild: runChildOf, windowsSetup, alternate, loadKflame, addonMtime, schedNs, mainCpuNs, findThread, makeMixedWorkload, summarize, extraPerUnit
 } = require('./windows')
 
 const HZ = 999
@@ -92,13 +92,7 @@ function startPerf () {
 // --- windows (child) ------------------------------------------------------------------
 
 async function windowsChild ({ rounds, windowMs, seed }) {
-  const gc = globalThis.gc
-  if (typeof gc !== 'function') throw new Error('the windows child needs --expose-gc')
-  const w = makeMixedWorkload()
-  w.freshPool()
-  for (let i = 0; i < 2000; i++) w.unit(i)
-  const kflame = loadKflame()
-  const addon0 = addonMtime()
+  const { gc, w, kflame, addon0 } = windowsSetup('windows')
   const perf = startPerf()
   const kinds = perf ? KINDS : KINDS.filter((k) => k !== 'perf')
   let sink = 0
@@ -139,13 +133,7 @@ async function windowsChild ({ rounds, windowMs, seed }) {
     return r
   }
 
-  // Warm-up, not kept: the first profile loads the symbol tables.
-  for (const kind of kinds) window(kind)
-  const rand = mulberry32(seed)
-  const runs = []
-  for (let round = 0; round < rounds; round++) {
-    for (const kind of shuffle(kinds, rand)) runs.push({ round, ...window(kind) })
-  }
+  const runs = alternate(kinds, window, { rounds, seed })
   if (perf) await perf.close()
   return { runs, kinds, addon: [addon0, addonMtime()], sink: sink % 1000 }
 }

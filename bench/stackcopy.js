@@ -47,7 +47,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { median, mulberry32, machineNotes, machineLine, writeResults, option } = require('./common')
 const {
-  MARK, runChild: runChildOf, ROOT, loadKflame, addonMtime, schedNs, mainCpuNs, findThread, shuffle, makeMixedWorkload, summarize, extraPerUnit
+  MARK, runChild: runChildOf, ROOT, windowsSetup, alternate, loadKflame, addonMtime, schedNs, mainCpuNs, findThread, shuffle, summarize, extraPerUnit
 } = require('./windows')
 
 const DEFAULT_SIZES = [0, 4096, 8192, 16384, 32768]
@@ -90,14 +90,7 @@ const DETAIL_KEYS = ['stackCopies', 'stackCopyBytes', 'interpretedNamed', 'inter
 // --- cost (child) ------------------------------------------------------------------
 
 function costChild ({ sizes, hz, rounds, windowMs, seed }) {
-  const gc = globalThis.gc
-  if (typeof gc !== 'function') throw new Error('the cost child needs --expose-gc')
-  const w = makeMixedWorkload()
-  // Warm the JIT before kflame loads.
-  w.freshPool()
-  for (let i = 0; i < 2000; i++) w.unit(i)
-  const kflame = loadKflame()
-  const addon0 = addonMtime()
+  const { gc, w, kflame, addon0 } = windowsSetup('cost')
   const kinds = ['none', ...sizes.map((s) => `sb-${s}`)]
   let sink = 0
 
@@ -133,15 +126,9 @@ function costChild ({ sizes, hz, rounds, windowMs, seed }) {
     return r
   }
 
-  // Warm-up, not kept: the first profile loads symbol tables on a thread of
-  // its own; a window of each kind after it.
-  for (const kind of kinds) window(kind)
-  for (const kind of kinds) window(kind)
-  const rand = mulberry32(seed)
-  const runs = []
-  for (let round = 0; round < rounds; round++) {
-    for (const kind of shuffle(kinds, rand)) runs.push({ round, ...window(kind) })
-  }
+  // Two warm-up rounds: the first profile loads symbol tables on a thread
+  // of its own; a window of each kind after it.
+  const runs = alternate(kinds, window, { rounds, seed, warmups: 2 })
   return { runs, addon: [addon0, addonMtime()], sink: sink % 1000 }
 }
 

@@ -25,8 +25,8 @@
 // one signal stands for several periods. "signals/window" counts the
 // handler's runs (stack copies), "samples/window" the periods.
 
-const { machineNotes, machineLine, writeResults, option, median, mulberry32 } = require('./common')
-const { MARK, runChild, loadKflame, addonMtime, schedNs, mainCpuNs, findThread, shuffle, makeMixedWorkload, summarize, extraPerUnit } = require('./windows')
+const { machineNotes, machineLine, writeResults, option, median } = require('./common')
+const { MARK, runChild, windowsSetup, alternate, addonMtime, schedNs, mainCpuNs, findThread, summarize, extraPerUnit } = require('./windows')
 
 const KINDS = ['none', 'perf-99', 'timer-99', 'v8-99', 'perf-999', 'timer-999', 'v8-999']
 const NAMES = {
@@ -42,13 +42,7 @@ const NAMES = {
 // --- the child ---------------------------------------------------------------------
 
 function costChild ({ rounds, windowMs, seed }) {
-  const gc = globalThis.gc
-  if (typeof gc !== 'function') throw new Error('the cost child needs --expose-gc')
-  const w = makeMixedWorkload()
-  w.freshPool()
-  for (let i = 0; i < 2000; i++) w.unit(i)
-  const kflame = loadKflame()
-  const addon0 = addonMtime()
+  const { gc, w, kflame, addon0 } = windowsSetup('cost')
   const session = new (require('node:inspector').Session)()
   session.connect()
   session.post('Profiler.enable')
@@ -94,13 +88,7 @@ function costChild ({ rounds, windowMs, seed }) {
     return r
   }
 
-  // Warm-up, not kept: the first profile loads symbol tables.
-  for (const kind of KINDS) window(kind)
-  const rand = mulberry32(seed)
-  const runs = []
-  for (let round = 0; round < rounds; round++) {
-    for (const kind of shuffle(KINDS, rand)) runs.push({ round, ...window(kind) })
-  }
+  const runs = alternate(KINDS, window, { rounds, seed })
   session.disconnect()
   return { runs, addon: [addon0, addonMtime()], sink: sink % 1000 }
 }

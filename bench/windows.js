@@ -5,7 +5,7 @@
 // CPU-bound mixed JS workload in windows of ~150 ms, each round every window
 // kind once in a seeded random order, and the parent takes per-round ratios
 // against the round's unprofiled window: their median, with a bootstrap 95%
-// interval. Used by bench/stackcopy.js and bench/timermode.js.
+// interval. Used by bench/stackcopy.js, bench/timermode.js and bench/attribution.js.
 
 const { execFileSync } = require('node:child_process')
 const fs = require('node:fs')
@@ -189,8 +189,35 @@ function runChild (file, nodeFlags, args) {
   return JSON.parse(m[1])
 }
 
+// The set-up of a windows child: --expose-gc checked, the mixed workload's
+// JIT warm before kflame loads, kflame loaded.
+function windowsSetup (name) {
+  const gc = globalThis.gc
+  if (typeof gc !== 'function') throw new Error(`the ${name} child needs --expose-gc`)
+  const w = makeMixedWorkload()
+  w.freshPool()
+  for (let i = 0; i < 2000; i++) w.unit(i)
+  const kflame = loadKflame()
+  return { gc, w, kflame, addon0: addonMtime() }
+}
+
+// Every kind's window once as a warm-up, not kept (the first profile loads
+// the symbol tables; `warmups` rounds of it), then `rounds` rounds of every
+// kind once in a seeded random order: the runs, each with its round.
+function alternate (kinds, window, { rounds, seed, warmups = 1 }) {
+  for (let i = 0; i < warmups; i++) for (const kind of kinds) window(kind)
+  const rand = mulberry32(seed)
+  const runs = []
+  for (let round = 0; round < rounds; round++) {
+    for (const kind of shuffle(kinds, rand)) runs.push({ round, ...window(kind) })
+  }
+  return runs
+}
+
 module.exports = {
   MARK,
   runChild,
+  windowsSetup,
+  alternate,
   ROOT, sleepMs, loadKflame, addonMtime, schedNs, mainCpuNs, findThread, shuffle, makeMixedWorkload, quantile, summarize, extraPerUnit
 }

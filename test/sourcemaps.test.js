@@ -65,7 +65,13 @@ for (const [label, mod] of [
     const method = ts.find((f) => f.name.replace(/^[~^+*]/, '') === 'spinInMethod')
     t.ok(method, 'spinInMethod named in work.ts')
     if (method) t.equal(method.line, 18)
-    t.notOk(frames.some((f) => f.file === mod), 'no frame left in the compiled file')
+    // Frames left in the compiled file are only code its map does not
+    // cover (esbuild's runtime helpers, such as its exports' getters, when a
+    // sample lands there), each counted as unmapped.
+    const left = frames.filter((f) => f.file === mod)
+    t.ok(left.length <= stats.details.sourceMaps.unmapped,
+      `frames left in the compiled file are counted as unmapped: ${left.map((f) => `${f.name}:${f.line}`).join(', ') || 'none'}`)
+    t.notOk(left.some((f) => /spin/.test(f.name)), 'no spinning function left in the compiled file')
     // The plain file has no map: its frame keeps its JS name.
     t.ok(frames.some((f) => f.name.replace(/^[~^+*]/, '') === 'spinPlain' && f.file === path.join(FIX, 'plain.js')),
       'a frame without a map keeps its JS name')
