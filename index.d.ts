@@ -389,6 +389,11 @@ export interface Continuous extends EventEmitter {
 export function start (options?: StartOptions): void
 /** Ends the process's profile (whichever isolate started it). Throws KFLAME_ERR_NOT_RUNNING when idle. */
 export function stop (): LiveProfile
+/**
+ * stop() with the draining, naming and folding on libuv's thread pool: the
+ * event loop goes on meanwhile. Sampling ends at the call. Rejects as stop() throws.
+ */
+export function stopAsync (): Promise<LiveProfile>
 export function isRunning (): boolean
 /** Frees the symbol tables kept between profiles. Throws KFLAME_ERR_RUNNING while profiling. */
 export function dropCaches (): { objects: number; symbols: number; bytes: number }

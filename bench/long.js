@@ -4,7 +4,10 @@
 // what does stop() cost at the end of one?
 //
 //   node bench/long.js [--quick] [--seconds S] [--hz 999,99,0] [--threads N]
-//     [--json bench/results/long.json]
+//     [--async] [--json bench/results/long.json]
+//
+// --async stops with kflame.stopAsync() (naming on libuv's pool) and also
+// reports the longest turn of the event loop until the profile is back.
 //
 // A fresh node process per rate runs N busy threads (the main thread and
 // N - 1 worker_threads, each a mixed JS load: recursion, JSON, regular
@@ -82,7 +85,7 @@ function startWorkers (n, seconds) {
   return Promise.all(ends)
 }
 
-async function child (seconds, hz, threads) {
+async function child (seconds, hz, threads, stopAsync) {
   const kflame = require('..')
   const ms = (t0) => Number(process.hrtime.bigint() - t0) / 1e6
   kflame.start({ hz: hz || 99 })
@@ -113,7 +116,25 @@ async function child (seconds, hz, threads) {
   const rssBeforeStop = rssMb()
   const cpu0 = threadCpuNs()
   let t0 = process.hrtime.bigint()
-  let profile = control ? null : kflame.stop()
+  // --async: kflame.stopAsync(); what it holds the event loop for is the
+  // longest turn of the loop until the profile is back (the call itself,
+  // the profile's hand-over, and the busy load's own turns between).
+  let profile = null
+  let loopMaxMs = null
+  let callMs = null
+  if (!control && stopAsync) {
+    const promise = kflame.stopAsync()
+    callMs = loopMaxMs = ms(t0)
+    let done = false
+    promise.then(() => { done = true })
+    let last = process.hrtime.bigint()
+    while (!done) {
+      await new Promise((resolve) => setImmediate(resolve))
+      loopMaxMs = Math.max(loopMaxMs, ms(last))
+      last = process.hrtime.bigint()
+    }
+    profile = await promise
+  } else if (!control) profile = kflame.stop()
   const stopMs = ms(t0)
   const stopCpuMs = (threadCpuNs() - cpu0) / 1e6
   const rssAfter = rssMb()
@@ -139,6 +160,9 @@ async function child (seconds, hz, threads) {
     rssBeforeStop,
     stopMs,
     stopCpuMs,
+    stopAsync,
+    loopMaxMs,
+    callMs,
     foldedMs,
     rssAfter,
     anonAfter: partsAfter.anon - partsStart.anon,
@@ -179,7 +203,7 @@ function growthPerMin (rss) {
 function main () {
   const args = process.argv.slice(2)
   if (args[0] === '--child') {
-    child(Number(args[1]), Number(args[2]), Number(args[3])).catch((err) => {
+    child(Number(args[1]), Number(args[2]), Number(args[3]), args[4] === 'async').catch((err) => {
       console.error(err)
       process.exit(1)
     })
@@ -194,7 +218,7 @@ function main () {
   console.log(machineLine(machine))
   const runs = []
   for (const hz of rates) {
-    const out = execFileSync(process.execPath, ['--expose-gc', __filename, '--child', String(seconds), String(hz), String(threads)],
+    const out = execFileSync(process.execPath, ['--expose-gc', __filename, '--child', String(seconds), String(hz), String(threads), args.includes('--async') ? 'async' : 'sync'],
       { encoding: 'utf8', maxBuffer: 64 << 20, stdio: ['ignore', 'pipe', 'inherit'] })
     const r = JSON.parse(out)
     r.growthMbPerMin = growthPerMin(r.rss)
@@ -203,7 +227,7 @@ function main () {
     const marks = [10, 60, 300, 600].filter((s) => s <= seconds)
     console.log(`${hz ? `${hz} Hz` : 'not profiled'}, ${threads} threads, ${seconds} s: ${r.samples} samples, ${r.stacks} stacks (${(r.profileBytes / 1e6).toFixed(1)} MB), ${r.lines} lines, ` +
       `RSS +${marks.map((s) => `${at(s)} MB at ${s} s`).join(', ')}; growth ${r.growthMbPerMin.toFixed(2)} MB/min; ` +
-      `stop ${r.stopMs.toFixed(1)} ms, ${r.stopCpuMs.toFixed(1)} ms on CPU (${r.stopPhases ? `drain ${r.stopPhases.drain.toFixed(1)}, name ${r.stopPhases.name.toFixed(1)}, fold ${r.stopPhases.fold.toFixed(1)}, trim ${r.stopPhases.trim.toFixed(1)}; ` : ''}` +
+      `stop${r.stopAsync ? 'Async' : ''} ${r.stopMs.toFixed(1)} ms${r.loopMaxMs !== null ? ` (longest event-loop turn ${r.loopMaxMs.toFixed(1)} ms, the call ${r.callMs.toFixed(1)} ms)` : ''}, ${r.stopCpuMs.toFixed(1)} ms on CPU (${r.stopPhases ? `drain ${r.stopPhases.drain.toFixed(1)}, name ${r.stopPhases.name.toFixed(1)}, fold ${r.stopPhases.fold.toFixed(1)}, trim ${r.stopPhases.trim.toFixed(1)}; ` : ''}` +
       `folded text ${r.foldedMs.toFixed(1)} ms); ` +
       `after stop +${(r.rssAfter - r.rssStart).toFixed(1)} MB (anonymous ${r.anonAfter.toFixed(1)}, files ${r.fileAfter.toFixed(1)}), released +${(r.rssReleased - r.rssStart).toFixed(1)} MB` +
       (r.rssDropped !== undefined ? `, caches dropped +${(r.rssDropped - r.rssStart).toFixed(1)} MB` : ''))

@@ -34,6 +34,12 @@ function stop () {
   return session.stop() // throws KFLAME_ERR_NOT_RUNNING when idle
 }
 
+// stop() whose draining, naming and folding run on libuv's thread pool: for
+// servers, whose event loop must not wait for a big profile to be named.
+function stopAsync () {
+  return session.stopAsync()
+}
+
 // Frees the symbol tables kept from one profile to the next (ELF symbols of
 // every mapped object, kallsyms): { objects, symbols, bytes } freed. The next
 // start() loads them again. Throws KFLAME_ERR_RUNNING while profiling.
@@ -63,6 +69,6 @@ function writePerfMap (path = defaultPerfMapPath()) {
 }
 
 module.exports = {
-  start, stop, isRunning, dropCaches, continuous, label, writePerfMap, fromFolded,
+  start, stop, stopAsync, isRunning, dropCaches, continuous, label, writePerfMap, fromFolded,
   renderSvg, renderSvgFile, renderHtml, Profile, http, listen, fastify
 }

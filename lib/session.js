@@ -72,6 +72,18 @@ function stop ({ id, sourceMaps = true } = {}) {
   return profile
 }
 
+/**
+ * stop() with the draining, naming and folding on libuv's thread pool: the
+ * event loop goes on meanwhile. Sampling ends at the call. -> a Promise of
+ * the Profile; rejects as stop() throws.
+ */
+async function stopAsync ({ id, sourceMaps = true } = {}) {
+  const raw = await (id === undefined ? binding.stopAsync() : binding.stopAsync(id))
+  const profile = profileOf(raw)
+  if (sourceMaps && raw.stats.sourceMaps) mapSources(profile)
+  return profile
+}
+
 // A profile as stop() or takeWindow() hand it over: its stats are C's.
 function profileOf (raw) {
   return Profile.fromNative(raw, makeStats(raw.stats, raw.labels, workers.status()),
@@ -133,4 +145,4 @@ function owns (id) {
   return s !== null && s.id === id
 }
 
-module.exports = { start, stop, cut, takeWindow, running, status, owns, jitMode, OWNERS }
+module.exports = { start, stop, stopAsync, cut, takeWindow, running, status, owns, jitMode, OWNERS }

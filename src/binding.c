@@ -555,43 +555,158 @@ static int session_arg(napi_env env, napi_callback_info info, uint32_t *id) {
 }
 
 /* Another session than the caller's runs (or none): it is left alone. */
-static napi_value throw_not_own(napi_env env) {
-  napi_throw_error(env, "KFLAME_ERR_NOT_RUNNING",
-                   "the profile this caller started is no longer running: it was stopped "
-                   "elsewhere (kflame.stop(), or another thread), and any profile running now "
-                   "is not its own");
-  return NULL;
+static const char NOT_OWN[] =
+    "the profile this caller started is no longer running: it was stopped "
+    "elsewhere (kflame.stop(), or another thread), and any profile running now "
+    "is not its own";
+
+/* An Error with `code` and `message`, into *err (not thrown). */
+static napi_status error_of(napi_env env, const char *code, const char *message,
+                            napi_value *err) {
+  napi_value c, m;
+  napi_status st = napi_create_string_utf8(env, code, NAPI_AUTO_LENGTH, &c);
+  if (st == napi_ok) st = napi_create_string_utf8(env, message, NAPI_AUTO_LENGTH, &m);
+  return st == napi_ok ? napi_create_error(env, c, m, err) : st;
 }
 
-/* stop(id?) -> { profile (external), labels, stats }; with an id, only
- * that session is stopped. The session is taken out under the lock and
- * named outside it: another isolate's calls (running(), status(), cut(), a
- * label, start()) need not wait for the naming. */
-static napi_value js_stop(napi_env env, napi_callback_info info) {
-  uint32_t id = 0;
-  int has_id = session_arg(env, info, &id);
-  if (has_id < 0) return NULL;
-  kf_labels_t labels = {0};
+/* The session stop(id?) and stopAsync(id?) end, taken out under the lock
+ * (labels end with it, whatever becomes of its naming): NULL, with the
+ * error's code and message, when it is not the caller's or none runs. */
+static kf_session_t *take_session(int has_id, uint32_t id, kf_labels_t *labels,
+                                  const char **code, const char **message) {
   pthread_mutex_lock(&lock);
   int running = profiler && kf_profiler_running(profiler);
   int other = has_id && (!running || session.id != id);
   kf_session_t *taken = !other && profiler ? kf_profiler_take(profiler) : NULL;
-  /* Labels end with the session, whatever becomes of its naming. */
-  if (taken) kf_labels_end(&labels);
+  if (taken) kf_labels_end(labels);
   pthread_mutex_unlock(&lock);
-  if (other) return throw_not_own(env);
-  if (!taken) return throw_code(env, -KF_ERR_NOT_RUNNING, 0);
+  *code = "KFLAME_ERR_NOT_RUNNING";
+  *message = other ? NOT_OWN : NULL; /* NULL: kflame's own advice */
+  return taken;
+}
+
+/* Ends a taken session into a new profile: drained, named and folded
+ * without the lock (another isolate's calls need not wait), its tables
+ * handed back under it. Any thread. */
+static int stop_taken(kf_session_t *taken, kf_profile_t **out) {
   kf_profile_t *profile = calloc(1, sizeof(*profile));
   int rc = profile ? kf_session_stop(taken, profile) : -ENOMEM;
   pthread_mutex_lock(&lock);
   kf_profiler_give_back(profiler, taken);
   pthread_mutex_unlock(&lock);
+  *out = profile;
+  return rc;
+}
+
+static napi_value throw_not_taken(napi_env env, const char *code, const char *message) {
+  if (!message) return throw_code(env, -KF_ERR_NOT_RUNNING, 0);
+  napi_throw_error(env, code, message);
+  return NULL;
+}
+
+/* stop(id?) -> { profile (external), labels, stats }; with an id, only
+ * that session is stopped. */
+static napi_value js_stop(napi_env env, napi_callback_info info) {
+  uint32_t id = 0;
+  int has_id = session_arg(env, info, &id);
+  if (has_id < 0) return NULL;
+  kf_labels_t labels = {0};
+  const char *code, *message;
+  kf_session_t *taken = take_session(has_id, id, &labels, &code, &message);
+  if (!taken) return throw_not_taken(env, code, message);
+  kf_profile_t *profile;
+  int rc = stop_taken(taken, &profile);
   if (rc != 0) {
     kf_labels_free(&labels);
     if (profile) free_profile(env, profile, NULL);
     return throw_code(env, rc, 0);
   }
   return profile_result(env, profile, &labels);
+}
+
+/* stopAsync(id?): stop() with the draining, naming and folding on libuv's
+ * thread pool, so the event loop goes on meanwhile: the session is taken
+ * out at the call (sampling ends then, as with stop()), the promise
+ * settles with stop()'s result or its error. */
+typedef struct stop_job {
+  napi_async_work work;
+  napi_deferred deferred;
+  kf_session_t *taken;
+  kf_labels_t labels;
+  kf_profile_t *profile;
+  int rc;
+} stop_job_t;
+
+static void stop_job_execute(napi_env env, void *data) {
+  (void)env;
+  stop_job_t *job = data;
+  job->rc = stop_taken(job->taken, &job->profile);
+}
+
+static void stop_job_complete(napi_env env, napi_status status, void *data) {
+  stop_job_t *job = data;
+  napi_value value = NULL;
+  int resolved = 0;
+  if (status == napi_ok && job->rc == 0) {
+    /* profile_result owns the profile and labels from here, even when it
+     * fails (then with an exception pending, which becomes the rejection) */
+    value = profile_result(env, job->profile, &job->labels);
+    resolved = value != NULL;
+    if (!resolved && napi_get_and_clear_last_exception(env, &value) != napi_ok) value = NULL;
+  } else {
+    kf_labels_free(&job->labels);
+    if (job->profile) free_profile(env, job->profile, NULL);
+    char advice[512];
+    int rc = status == napi_ok ? job->rc : -ECANCELED;
+    kf_error_advice(rc, 0, advice, sizeof advice);
+    if (error_of(env, kf_error_name(rc), advice, &value) != napi_ok) value = NULL;
+  }
+  if (!value) napi_get_undefined(env, &value);
+  /* Nothing is left to report a failure to: the promise settles or not. */
+  if (resolved) (void)napi_resolve_deferred(env, job->deferred, value);
+  else (void)napi_reject_deferred(env, job->deferred, value);
+  (void)napi_delete_async_work(env, job->work);
+  free(job);
+}
+
+static napi_value js_stop_async(napi_env env, napi_callback_info info) {
+  uint32_t id = 0;
+  int has_id = session_arg(env, info, &id);
+  if (has_id < 0) return NULL;
+  stop_job_t *job = calloc(1, sizeof(*job));
+  if (!job) return throw_code(env, -ENOMEM, 0);
+  napi_value promise, name;
+  /* Everything that can fail before the session is taken out. */
+  if (napi_create_string_utf8(env, "kflame.stopAsync", NAPI_AUTO_LENGTH, &name) != napi_ok ||
+      napi_create_async_work(env, NULL, name, stop_job_execute, stop_job_complete, job,
+                             &job->work) != napi_ok) {
+    free(job);
+    CHECK(env, napi_generic_failure);
+  }
+  if (napi_create_promise(env, &job->deferred, &promise) != napi_ok) {
+    (void)napi_delete_async_work(env, job->work);
+    free(job);
+    CHECK(env, napi_generic_failure);
+  }
+  const char *code, *message;
+  job->taken = take_session(has_id, id, &job->labels, &code, &message);
+  if (!job->taken) {
+    napi_value err;
+    char advice[512];
+    if (!message) kf_error_advice(-KF_ERR_NOT_RUNNING, 0, advice, sizeof advice);
+    napi_status st = error_of(env, code, message ? message : advice, &err);
+    if (st == napi_ok) st = napi_reject_deferred(env, job->deferred, err);
+    (void)napi_delete_async_work(env, job->work);
+    free(job);
+    CHECK(env, st);
+    return promise;
+  }
+  /* Without the pool, the job runs here: the session is never left taken. */
+  if (napi_queue_async_work(env, job->work) != napi_ok) {
+    stop_job_execute(env, job);
+    stop_job_complete(env, napi_ok, job);
+  }
+  return promise;
 }
 
 /* cut(id?) -> true, or false while the last cut's window is not taken */
@@ -604,7 +719,7 @@ static napi_value js_cut(napi_env env, napi_callback_info info) {
   int other = has_id && (!running || session.id != id);
   int rc = other ? 0 : profiler ? kf_profiler_cut(profiler) : -KF_ERR_NOT_RUNNING;
   pthread_mutex_unlock(&lock);
-  if (other) return throw_not_own(env);
+  if (other) return throw_not_taken(env, "KFLAME_ERR_NOT_RUNNING", NOT_OWN);
   if (rc != 0 && rc != -EBUSY) return throw_code(env, rc, 0);
   napi_value v;
   CHECK(env, napi_get_boolean(env, rc == 0, &v));
@@ -1037,6 +1152,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   napi_property_descriptor props[] = {
       {"start", NULL, js_start, NULL, NULL, NULL, napi_default, NULL},
       {"stop", NULL, js_stop, NULL, NULL, NULL, napi_default, NULL},
+      {"stopAsync", NULL, js_stop_async, NULL, NULL, NULL, napi_default, NULL},
       {"cut", NULL, js_cut, NULL, NULL, NULL, napi_default, NULL},
       {"takeWindow", NULL, js_take_window, NULL, NULL, NULL, napi_default, NULL},
       {"running", NULL, js_running, NULL, NULL, NULL, napi_default, NULL},

@@ -89,13 +89,17 @@ function serve (config, endpoint, req, res, query) {
     }
     const p = checkParams(config, endpoint, params)
     if (endpoint === '/start') startEndpoint(config, res, p)
-    else if (endpoint === '/stop') stopEndpoint(config, res, p)
+    else if (endpoint === '/stop') stopEndpoint(config, res, p)?.catch((err) => fail(res, err))
     else if (endpoint === '/profile') profileEndpoint(config, res, p)
     else statusEndpoint(config, res)
   } catch (err) {
-    if (err instanceof HttpError) return sendError(res, err.status, err.code, err.message, err.headers)
-    sendError(res, 500, err.code || 'KFLAME_ERR_HTTP_INTERNAL', `kflame failed: ${err.message}`)
+    fail(res, err)
   }
+}
+
+function fail (res, err) {
+  if (err instanceof HttpError) return sendError(res, err.status, err.code, err.message, err.headers)
+  sendError(res, 500, err.code || 'KFLAME_ERR_HTTP_INTERNAL', `kflame failed: ${err.message}`)
 }
 
 function startEndpoint (config, res, p) {
@@ -110,18 +114,23 @@ function startEndpoint (config, res, p) {
   })
 }
 
+// -> a Promise when the answer comes once the profile is named, else nothing.
 function stopEndpoint (config, res, p) {
   const kept = state.takeKept()
-  if (kept) return sendProfile(res, kept.profile, p.format, kept.own, { stopMs: 0, autoStoppedAt: kept.stoppedAt })
+  if (kept) {
+    sendProfile(res, kept.profile, p.format, kept.own, { stopMs: 0, autoStoppedAt: kept.stoppedAt })
+    return
+  }
   const own = state.live()
   if (own && own.via === 'profile') {
     throw new HttpError(409, 'KFLAME_ERR_HTTP_NOT_OWNER',
       `${state.describe(own)}; its result goes to that request, which ends it: wait for it`)
   }
   if (own) {
+    // Named on libuv's pool: the server goes on answering meanwhile.
     const t0 = performance.now()
-    const profile = state.finish(own)
-    return sendProfile(res, profile, p.format, own, { stopMs: performance.now() - t0 })
+    return state.finishAsync(own)
+      .then((profile) => sendProfile(res, profile, p.format, own, { stopMs: performance.now() - t0 }))
   }
   const running = session.status()
   if (running) {

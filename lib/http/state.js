@@ -147,6 +147,20 @@ function stopAfter (own, ms) {
   }, ms).unref()
 }
 
+// finish() with the naming on libuv's pool (session.stopAsync): the event
+// loop goes on while a big profile is named. The profile is no longer the
+// endpoints' from the call on.
+async function finishAsync (own) {
+  end(own)
+  try {
+    return await session.stopAsync({ id: own.id })
+  } catch (err) {
+    if (err.code !== 'KFLAME_ERR_NOT_RUNNING') throw err
+    throw new HttpError(409, 'KFLAME_ERR_NOT_RUNNING',
+      'the profile was stopped by the application (kflame.stop()) before it was collected')
+  }
+}
+
 // The profile stopped after maxDuration, handed over once, or null.
 function takeKept () {
   const kept = state.kept
@@ -158,4 +172,4 @@ function peekKept () {
   return state.kept
 }
 
-module.exports = { live, end, describe, ownerOf, foreign, checkIdle, begin, finish, stopAfter, takeKept, peekKept }
+module.exports = { live, end, describe, ownerOf, foreign, checkIdle, begin, finish, finishAsync, stopAfter, takeKept, peekKept }
