@@ -569,20 +569,30 @@ static napi_status error_of(napi_env env, const char *code, const char *message,
   return st == napi_ok ? napi_create_error(env, c, m, err) : st;
 }
 
-/* The session stop(id?) and stopAsync(id?) end, taken out under the lock
- * (labels end with it, whatever becomes of its naming): NULL, with the
- * error's code and message, when it is not the caller's or none runs. */
-static kf_session_t *take_session(int has_id, uint32_t id, kf_labels_t *labels,
-                                  const char **code, const char **message) {
-  pthread_mutex_lock(&lock);
+/* Whether a call made with session id `id` (has_id: one was given) is
+ * about another session than the running one, or none. Under the lock. */
+static int other_session(int has_id, uint32_t id) {
   int running = profiler && kf_profiler_running(profiler);
-  int other = has_id && (!running || session.id != id);
-  kf_session_t *taken = !other && profiler ? kf_profiler_take(profiler) : NULL;
+  return has_id && (!running || session.id != id);
+}
+
+/* The session stop(id?) and stopAsync(id?) end, taken out under the lock
+ * (labels end with it, whatever becomes of its naming); NULL when none
+ * runs, or when *other: it is not the caller's. */
+static kf_session_t *take_session(int has_id, uint32_t id, kf_labels_t *labels, int *other) {
+  pthread_mutex_lock(&lock);
+  *other = other_session(has_id, id);
+  kf_session_t *taken = !*other && profiler ? kf_profiler_take(profiler) : NULL;
   if (taken) kf_labels_end(labels);
   pthread_mutex_unlock(&lock);
-  *code = "KFLAME_ERR_NOT_RUNNING";
-  *message = other ? NOT_OWN : NULL; /* NULL: kflame's own advice */
   return taken;
+}
+
+/* The message of KFLAME_ERR_NOT_RUNNING when no session was taken. */
+static const char *not_taken_message(int other, char advice[512]) {
+  if (other) return NOT_OWN;
+  kf_error_advice(-KF_ERR_NOT_RUNNING, 0, advice, 512);
+  return advice;
 }
 
 /* Ends a taken session into a new profile: drained, named and folded
@@ -598,9 +608,9 @@ static int stop_taken(kf_session_t *taken, kf_profile_t **out) {
   return rc;
 }
 
-static napi_value throw_not_taken(napi_env env, const char *code, const char *message) {
-  if (!message) return throw_code(env, -KF_ERR_NOT_RUNNING, 0);
-  napi_throw_error(env, code, message);
+static napi_value throw_not_taken(napi_env env, int other) {
+  char advice[512];
+  napi_throw_error(env, "KFLAME_ERR_NOT_RUNNING", not_taken_message(other, advice));
   return NULL;
 }
 
@@ -611,9 +621,9 @@ static napi_value js_stop(napi_env env, napi_callback_info info) {
   int has_id = session_arg(env, info, &id);
   if (has_id < 0) return NULL;
   kf_labels_t labels = {0};
-  const char *code, *message;
-  kf_session_t *taken = take_session(has_id, id, &labels, &code, &message);
-  if (!taken) return throw_not_taken(env, code, message);
+  int other;
+  kf_session_t *taken = take_session(has_id, id, &labels, &other);
+  if (!taken) return throw_not_taken(env, other);
   kf_profile_t *profile;
   int rc = stop_taken(taken, &profile);
   if (rc != 0) {
@@ -688,13 +698,12 @@ static napi_value js_stop_async(napi_env env, napi_callback_info info) {
     free(job);
     CHECK(env, napi_generic_failure);
   }
-  const char *code, *message;
-  job->taken = take_session(has_id, id, &job->labels, &code, &message);
+  int other;
+  job->taken = take_session(has_id, id, &job->labels, &other);
   if (!job->taken) {
     napi_value err;
     char advice[512];
-    if (!message) kf_error_advice(-KF_ERR_NOT_RUNNING, 0, advice, sizeof advice);
-    napi_status st = error_of(env, code, message ? message : advice, &err);
+    napi_status st = error_of(env, "KFLAME_ERR_NOT_RUNNING", not_taken_message(other, advice), &err);
     if (st == napi_ok) st = napi_reject_deferred(env, job->deferred, err);
     (void)napi_delete_async_work(env, job->work);
     free(job);
@@ -715,11 +724,10 @@ static napi_value js_cut(napi_env env, napi_callback_info info) {
   int has_id = session_arg(env, info, &id);
   if (has_id < 0) return NULL;
   pthread_mutex_lock(&lock);
-  int running = profiler && kf_profiler_running(profiler);
-  int other = has_id && (!running || session.id != id);
+  int other = other_session(has_id, id);
   int rc = other ? 0 : profiler ? kf_profiler_cut(profiler) : -KF_ERR_NOT_RUNNING;
   pthread_mutex_unlock(&lock);
-  if (other) return throw_not_taken(env, "KFLAME_ERR_NOT_RUNNING", NOT_OWN);
+  if (other) return throw_not_taken(env, 1);
   if (rc != 0 && rc != -EBUSY) return throw_code(env, rc, 0);
   napi_value v;
   CHECK(env, napi_get_boolean(env, rc == 0, &v));
