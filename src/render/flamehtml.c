@@ -143,17 +143,11 @@ static void put_entry(kf_outbuf_t *names, const kf_ftnode_t *f, const unsigned c
 
 int kf_flamehtml_data(const char *folded, size_t len, const kf_svg_opts_t *o,
                       char **out, size_t *out_len, kf_svg_stats_t *st) {
-  memset(st, 0, sizeof(*st));
   *out = NULL;
   *out_len = 0;
   kf_flametree_t t;
-  int rc = kf_flametree_parse_idle(&t, folded, len, o->reverse, !o->show_idle);
+  int rc = kf_svg_tree(folded, len, o, &t, st);
   if (rc) return rc;
-  st->lines = t.lines;
-  st->bad_lines = t.bad_lines;
-  st->idle_samples = t.hidden_samples;
-  st->samples = t.nodes[0].total;
-  st->frames = t.count - 1;
 
   unsigned width = o->width ? o->width : 1200;
   if (width < KF_SVG_MIN_WIDTH) width = KF_SVG_MIN_WIDTH;

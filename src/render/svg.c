@@ -332,19 +332,26 @@ static void put_text(kf_outbuf_t *b, const char *id, const char *cls, double x,
   kf_outbuf_puts(b, "</text>\n");
 }
 
+int kf_svg_tree(const char *folded, size_t len, const kf_svg_opts_t *o,
+                kf_flametree_t *t, kf_svg_stats_t *st) {
+  memset(st, 0, sizeof(*st));
+  int rc = kf_flametree_parse_idle(t, folded, len, o->reverse, !o->show_idle);
+  if (rc) return rc;
+  st->lines = t->lines;
+  st->bad_lines = t->bad_lines;
+  st->idle_samples = t->hidden_samples;
+  st->samples = t->nodes[0].total;
+  st->frames = t->count - 1;
+  return 0;
+}
+
 int kf_svg_render(const char *folded, size_t len, const kf_svg_opts_t *o,
                   char **out, size_t *out_len, kf_svg_stats_t *st) {
-  memset(st, 0, sizeof(*st));
   *out = NULL;
   *out_len = 0;
   kf_flametree_t t;
-  int rc = kf_flametree_parse_idle(&t, folded, len, o->reverse, !o->show_idle);
+  int rc = kf_svg_tree(folded, len, o, &t, st);
   if (rc) return rc;
-  st->lines = t.lines;
-  st->bad_lines = t.bad_lines;
-  st->idle_samples = t.hidden_samples;
-  st->samples = t.nodes[0].total;
-  st->frames = t.count - 1;
 
   kf_outbuf_t b = {0};
   unsigned width = o->width ? o->width : 1200;

@@ -55,6 +55,13 @@ typedef struct kf_svg_stats {
 int kf_svg_render(const char *folded, size_t len, const kf_svg_opts_t *opts,
                   char **out, size_t *out_len, kf_svg_stats_t *stats);
 
+/* Shared with the HTML flame graph (src/render/flamehtml.c), so both draw
+ * the same tree: folded[0..len) parsed as opts ask (reversed, "(idle)"
+ * stacks hidden unless show_idle) into *t, *stats zeroed and given what
+ * parsing counts. Returns 0 or -ENOMEM. */
+int kf_svg_tree(const char *folded, size_t len, const kf_svg_opts_t *opts,
+                kf_flametree_t *t, kf_svg_stats_t *stats);
+
 /* Shared with the HTML flame graph (src/render/flamehtml.c), so both look alike:
  * a frame's colour (the kind picks the palette, a hash of the name the
  * shade), and the length of the valid UTF-8 sequence at s (1-4), or 0 when
