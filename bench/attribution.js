@@ -35,10 +35,8 @@
 // --interpreted-frames-native-stack set) and never started.
 
 const fs = require('node:fs')
-const os = require('node:os')
 const path = require('node:path')
-const { spawn } = require('node:child_process')
-const { machineNotes, machineLine, writeResults, option, median, perfCheck, procCpuMs } = require('./common')
+const { machineNotes, machineLine, writeResults, option, median, startPerf, perfCheck, procCpuMs } = require('./common')
 const {
   MARK, runChild: runChildOf, windowsSetup, alternate, loadKflame, addonMtime, schedNs, mainCpuNs, findThread, makeMixedWorkload, summarize, extraPerUnit
 } = require('./windows')
@@ -56,44 +54,12 @@ function switches (statusFile) {
 
 // --- perf under control (child) ----------------------------------------------------
 
-// perf record of this process, disabled until enable(); null when perf
-// cannot record here.
-function startPerf () {
-  if (!perfCheck().ok) return null
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-attr-'))
-  const ctl = path.join(dir, 'ctl')
-  const ack = path.join(dir, 'ack')
-  const { execFileSync } = require('node:child_process')
-  execFileSync('mkfifo', [ctl, ack])
-  const data = path.join(dir, 'perf.data')
-  const perf = spawn('perf', ['record', '-q', '-e', 'cpu-clock', '-F', String(HZ), '-g', '-D', '-1',
-    '--control', `fifo:${ctl},${ack}`, '-o', data, '-p', String(process.pid)], { stdio: 'ignore' })
-  // Opening blocks until perf opens its ends: perf is up.
-  const ctlFd = fs.openSync(ctl, 'w')
-  const ackFd = fs.openSync(ack, 'r')
-  const command = (cmd) => {
-    fs.writeSync(ctlFd, `${cmd}\n`)
-    const buf = Buffer.alloc(16)
-    fs.readSync(ackFd, buf, 0, 16, null) // "ack\n" once done
-  }
-  return {
-    pid: perf.pid,
-    enable: () => command('enable'),
-    disable: () => command('disable'),
-    close: () => new Promise((resolve) => {
-      perf.on('exit', () => { fs.rmSync(dir, { recursive: true, force: true }); resolve() })
-      fs.closeSync(ctlFd)
-      fs.closeSync(ackFd)
-      perf.kill('SIGINT')
-    })
-  }
-}
 
 // --- windows (child) ------------------------------------------------------------------
 
 async function windowsChild ({ rounds, windowMs, seed }) {
   const { gc, w, kflame, addon0 } = windowsSetup('windows')
-  const perf = startPerf()
+  const perf = startPerf({ pid: process.pid, hz: HZ })
   const kinds = perf ? KINDS : KINDS.filter((k) => k !== 'perf')
   let sink = 0
 

@@ -2,7 +2,7 @@
 
 // What the benchmarks share.
 
-const { spawnSync } = require('node:child_process')
+const { spawn, spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
@@ -282,7 +282,41 @@ function ensure0x ({ install = true } = {}) {
   return { ok: true, cli, version }
 }
 
+// `perf record -e cpu-clock -F hz -g -p pid`, started with its events
+// disabled (-D -1) and switched on and off through its control fifo, the
+// ack waited for: its start-up never falls inside a measured window.
+// Disabled, its events stay on the threads (their context-switch hook
+// included). null when perf cannot record here (perfCheck()).
+function startPerf ({ pid, hz }) {
+  if (!perfCheck().ok) return null
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-perf-'))
+  const ctl = path.join(dir, 'ctl')
+  const ack = path.join(dir, 'ack')
+  spawnSync('mkfifo', [ctl, ack])
+  const perf = spawn(PERF, ['record', '-q', '-e', 'cpu-clock', '-F', String(hz), '-g', '-D', '-1',
+    '--control', `fifo:${ctl},${ack}`, '-o', path.join(dir, 'perf.data'), '-p', String(pid)], { stdio: 'ignore' })
+  // Opening blocks until perf opens its ends: perf is up.
+  const ctlFd = fs.openSync(ctl, 'w')
+  const ackFd = fs.openSync(ack, 'r')
+  const command = (cmd) => {
+    fs.writeSync(ctlFd, `${cmd}\n`)
+    fs.readSync(ackFd, Buffer.alloc(16), 0, 16, null) // "ack\n" once done
+  }
+  return {
+    pid: perf.pid,
+    enable: () => command('enable'),
+    disable: () => command('disable'),
+    close: () => new Promise((resolve) => {
+      perf.on('exit', () => { fs.rmSync(dir, { recursive: true, force: true }); resolve() })
+      fs.closeSync(ctlFd)
+      fs.closeSync(ackFd)
+      perf.kill('SIGINT')
+    })
+  }
+}
+
 module.exports = {
+  startPerf,
   median,
   mulberry32,
   startInspectorProfiler,

@@ -9,7 +9,11 @@
 // walks and stack copies at each switch are charged to the switching thread,
 // the collector's draining to kflame-collect) per request served; the result
 // is the per-round ratio against the round's unprofiled window: median and
-// bootstrap 95% interval. start() and stop() are outside the windows.
+// bootstrap 95% interval. start() and stop() are outside the windows. The
+// floor beside them: `perf record -F 99 -g -p SERVER` windows (perf started
+// for each and ended after, its start-up before its events are on; its own
+// process's CPU reported apart): what per-thread perf events cost this
+// server whoever opens them.
 //
 // The handler builds ~2 KB of JSON and every 4th request stats a file through
 // the thread pool, so the pool's threads switch as a real server's do.
@@ -20,7 +24,7 @@
 const { fork, spawn } = require('node:child_process')
 const fs = require('node:fs')
 const path = require('node:path')
-const { mulberry32, median, machineNotes, machineLine, writeResults } = require('./common')
+const { mulberry32, median, machineNotes, machineLine, writeResults, startPerf, perfCheck, procCpuMs } = require('./common')
 const { shuffle, summarize } = require('./windows')
 
 const KINDS = [
@@ -28,7 +32,10 @@ const KINDS = [
   { kind: 'cpu-99', options: { hz: 99 } },
   { kind: 'both-99', options: { hz: 99, what: 'both', maxSwitchRate: 0 } },
   { kind: 'both-99-r1000', options: { hz: 99, what: 'both', maxSwitchRate: 1000 } },
-  { kind: 'both-99-r200', options: { hz: 99, what: 'both', maxSwitchRate: 200 } }
+  { kind: 'both-99-r200', options: { hz: 99, what: 'both', maxSwitchRate: 200 } },
+  // The floor: `perf record -F 99 -g -p SERVER` (per-thread events on every
+  // CPU, as kflame's), its events switched on around its windows.
+  { kind: 'perf-99', perf: true }
 ]
 const WINDOW_MS = 1000
 const CONNECTIONS = 10
@@ -83,25 +90,42 @@ async function main () {
   const machine = machineNotes()
   const server = fork(__filename, ['--child'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const { port } = await new Promise((resolve) => server.once('message', resolve))
-  const seconds = Math.ceil(rounds * KINDS.length * (WINDOW_MS + 300) / 1000) + 10
+  const seconds = Math.ceil(rounds * KINDS.length * (WINDOW_MS + 300) / 1000) + 10 // perf's row included
   const loader = spawn(bin, ['-c', String(CONNECTIONS), '-d', String(seconds), `http://127.0.0.1:${port}/items?n=16&q=red`],
     { stdio: 'ignore' })
   await new Promise((resolve) => setTimeout(resolve, 3000)) // warm-up
-  const window = (kind) => new Promise((resolve) => {
-    server.once('message', resolve)
-    server.send({ cmd: 'window', kind })
-  })
+  // perf is started for each of its windows and ended after: its events,
+  // even disabled, would stay on the server's threads and tax every
+  // context switch of the other windows too. Its start-up (reading the
+  // process's maps) is before its events are switched on.
+  const hasPerf = perfCheck().ok
+  const kinds = KINDS.filter((k) => !k.perf || hasPerf)
+  const window = async (kind) => {
+    const perf = KINDS.find((k) => k.kind === kind).perf ? startPerf({ pid: server.pid, hz: 99 }) : null
+    if (perf) perf.enable()
+    const perf0 = perf ? procCpuMs(perf.pid) : 0
+    const r = await new Promise((resolve) => {
+      server.once('message', resolve)
+      server.send({ cmd: 'window', kind })
+    })
+    if (perf) {
+      r.perfCpuMs = procCpuMs(perf.pid) - perf0 // perf's own process, apart
+      perf.disable()
+      await perf.close()
+    }
+    return r
+  }
   await window('both-99') // kflame's first session loads the symbol tables: not measured
   const rand = mulberry32(16)
   const runs = []
   for (let r = 0; r < rounds; r++) {
-    for (const kind of shuffle(KINDS.map((k) => k.kind), rand)) runs.push({ round: r, ...await window(kind) })
+    for (const kind of shuffle(kinds.map((k) => k.kind), rand)) runs.push({ round: r, ...await window(kind) })
   }
   loader.kill()
   server.kill()
 
   const perReq = (x) => x.cpuMs / x.requests
-  const rows = KINDS.map(({ kind }) => {
+  const rows = kinds.map(({ kind }) => {
     const mine = runs.filter((x) => x.kind === kind)
     const ratios = mine.map((x) => perReq(x) / perReq(runs.find((b) => b.round === x.round && b.kind === 'none')) - 1)
     return {
@@ -109,18 +133,21 @@ async function main () {
       reqPerS: median(mine.map((x) => x.requests / x.wallMs * 1000)),
       cpuUsPerReq: median(mine.map(perReq)) * 1000,
       switchSamplesPerS: median(mine.map((x) => x.switches / x.wallMs * 1000)),
+      perfOwnCpuUsPerReq: kind === 'perf-99' ? median(mine.map((x) => x.perfCpuMs / x.requests)) * 1000 : null,
       extraCpuPerReq: kind === 'none' ? null : summarize(ratios, 7)
     }
   })
   const pct = (v) => `${v >= 0 ? '+' : ''}${(v * 100).toFixed(1)}%`
-  console.log(`offcpu: ${rounds} rounds × ${KINDS.length} alternating ${WINDOW_MS} ms windows in one server process, ` +
+  if (!hasPerf) console.log(`offcpu: no perf row: ${perfCheck().why}`)
+  console.log(`offcpu: ${rounds} rounds × ${kinds.length} alternating ${WINDOW_MS} ms windows in one server process, ` +
     `${CONNECTIONS} connections (autocannon); ${machineLine(machine)}`)
   console.log('| kind | req/s | server CPU µs/req | switch stacks/s | extra CPU/req (median, 95% CI) |')
   console.log('| --- | --- | --- | --- | --- |')
   for (const r of rows) {
     const e = r.extraCpuPerReq
     console.log(`| ${r.kind} | ${Math.round(r.reqPerS)} | ${r.cpuUsPerReq.toFixed(1)} | ${Math.round(r.switchSamplesPerS)} | ` +
-      `${e ? `${pct(e.median)} [${pct(e.ci95[0])}, ${pct(e.ci95[1])}]` : '-'} |`)
+      `${e ? `${pct(e.median)} [${pct(e.ci95[0])}, ${pct(e.ci95[1])}]` : '-'} |` +
+      `${r.perfOwnCpuUsPerReq !== null ? ` (perf's own process: ${r.perfOwnCpuUsPerReq.toFixed(1)} µs/req)` : ''}`)
   }
   if (jsonOut) writeResults(jsonOut, machine, { rounds, windowMs: WINDOW_MS, connections: CONNECTIONS, rows, runs })
 }
@@ -132,7 +159,8 @@ const KIND_NAMES = {
   'cpu-99': 'CPU, 99 Hz',
   'both-99': 'both, 99 Hz, every switch (`maxSwitchRate: 0`, the default)',
   'both-99-r1000': 'both, `maxSwitchRate: 1000`',
-  'both-99-r200': 'both, `maxSwitchRate: 200`'
+  'both-99-r200': 'both, `maxSwitchRate: 200`',
+  'perf-99': 'floor: `perf record -F 99 -g -p` (its own process apart)'
 }
 function readmeTables (r) {
   const pct = (v) => `${v >= 0 ? '+' : ''}${(v * 100).toFixed(1)}%`
@@ -141,7 +169,8 @@ function readmeTables (r) {
     '| --- | --- | --- | --- | --- |',
     ...r.rows.map((x) => `| ${KIND_NAMES[x.kind] || x.kind} | ${Math.round(x.reqPerS).toLocaleString('en')} | ${x.cpuUsPerReq.toFixed(1)} | ` +
       `${x.switchSamplesPerS ? Math.round(x.switchSamplesPerS).toLocaleString('en') : '-'} | ` +
-      `${x.extraCpuPerReq ? `${pct(x.extraCpuPerReq.median)} [${pct(x.extraCpuPerReq.ci95[0])}, ${pct(x.extraCpuPerReq.ci95[1])}]` : '-'} |`)
+      `${x.extraCpuPerReq ? `${pct(x.extraCpuPerReq.median)} [${pct(x.extraCpuPerReq.ci95[0])}, ${pct(x.extraCpuPerReq.ci95[1])}]` : '-'}` +
+      `${x.perfOwnCpuUsPerReq ? `; perf's own process ${x.perfOwnCpuUsPerReq.toFixed(1)} µs/req` : ''} |`)
   ]
 }
 

@@ -208,18 +208,16 @@ static int owner_of(kf_jitframes_t *j, const kf_code_info_t *info,
  * scheduled away (no entry of B around C) is a frame missing, not a
  * wrong one. */
 #define WINDOW_SIDE 24
+#define WINDOW (2 * WINDOW_SIDE + 1)
 
 /* Whether function `inner` comes again in the window beyond the run of
- * function `caller` that starts at window[from], going `dir` (-1 or 1). */
-static int recurs(kf_jitframes_t *j, const kf_code_info_t *info, const int64_t *window,
-                  int from, int dir, const char *caller, const char *inner) {
-  char owner[NAME_BYTES];
+ * function `caller` that starts at owners[from], going `dir` (-1 or 1). */
+static int recurs(const int64_t owners[WINDOW], int from, int dir, int64_t caller,
+                  int64_t inner) {
   int k = from;
-  while (k >= 0 && k <= 2 * WINDOW_SIDE && owner_of(j, info, window[k], owner) &&
-         strcmp(owner, caller) == 0)
-    k += dir;
-  for (; k >= 0 && k <= 2 * WINDOW_SIDE; k += dir)
-    if (owner_of(j, info, window[k], owner) && strcmp(owner, inner) == 0) return 1;
+  while (k >= 0 && k < WINDOW && owners[k] == caller) k += dir;
+  for (; k >= 0 && k < WINDOW; k += dir)
+    if (owners[k] == inner) return 1;
   return 0;
 }
 
@@ -238,33 +236,29 @@ static int inlined_at(kf_jitframes_t *j, uint64_t addr, uint64_t time,
   int rc = token_of(j, name, info->tier, 1, &chain[0]);
   if (rc <= 0) return rc;
 
-  int64_t window[2 * WINDOW_SIDE + 1];
+  /* The functions around, by id: one lookup for the whole window. */
+  int64_t window[WINDOW], owners[WINDOW];
   if (kf_codemap_positions(j->map, addr, time, WINDOW_SIDE, window) != 0) return 1;
+  kf_funcpos_owners(j->funcpos, info->script, window, WINDOW, owners);
+  int64_t current = owners[WINDOW_SIDE];
   int n = 1, left = WINDOW_SIDE, right = WINDOW_SIDE;
-  char left_name[NAME_BYTES];
-  while (n < KF_JITFRAMES_MAX_INLINED) {
+  while (n < KF_JITFRAMES_MAX_INLINED && current >= 0) {
     /* Out of the current function's run, both ways. */
-    while (left > 0 && owner_of(j, info, window[left - 1], near) && strcmp(near, name) == 0)
-      left--;
-    while (right < 2 * WINDOW_SIDE && owner_of(j, info, window[right + 1], near) &&
-           strcmp(near, name) == 0)
-      right++;
-    if (left == 0 || right == 2 * WINDOW_SIDE ||
-        !owner_of(j, info, window[left - 1], left_name) ||
-        !owner_of(j, info, window[right + 1], near) || strcmp(left_name, near) != 0 ||
+    while (left > 0 && owners[left - 1] == current) left--;
+    while (right < WINDOW - 1 && owners[right + 1] == current) right++;
+    if (left == 0 || right == WINDOW - 1) break;
+    int64_t caller = owners[left - 1];
+    if (caller < 0 || owners[right + 1] != caller ||
+        recurs(owners, left - 1, -1, caller, current) ||
+        recurs(owners, right + 1, 1, caller, current) ||
+        kf_funcpos_name(j->funcpos, caller, near, sizeof near) < 0 ||
         strcmp(near, outer_name) == 0)
-      break;
-    /* Code motion can put B's instructions on both sides of C's without B
-     * calling C (a loop's body laid out around another's): then C comes
-     * back beyond B's runs. A call is one stretch of C inside B. */
-    if (recurs(j, info, window, left - 1, -1, near, name) ||
-        recurs(j, info, window, right + 1, 1, near, name))
       break;
     rc = token_of(j, near, info->tier, 1, &chain[n]);
     if (rc < 0) return rc;
     if (rc == 0) break;
     n++;
-    memcpy(name, near, NAME_BYTES);
+    current = caller;
     left--;
     right++;
   }

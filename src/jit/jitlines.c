@@ -218,24 +218,45 @@ int kf_funcpos_add(kf_funcpos_t *f, uint32_t script, const char *name,
   return rc;
 }
 
+/* The id of the function owning (script, position), or -1. Locked. */
+static int64_t owner_locked(kf_funcpos_t *f, uint32_t script, int64_t position) {
+  if (script == 0 || position < 0 || position > UINT32_MAX || !f->nslots) return -1;
+  slot_t *s = slot_for(f, (uint64_t)script << 32 | (uint64_t)position);
+  return s->key && s->fn != AMBIGUOUS ? (int64_t)s->fn : -1;
+}
+
+/* The name of function `id` into buf (cut to cap - 1): its length, or -1.
+ * Locked. */
+static int name_locked(kf_funcpos_t *f, int64_t id, char *buf, size_t cap) {
+  if (id < 0 || (size_t)id >= f->nnames) return -1;
+  const char *name = f->names[id];
+  size_t n = strlen(name);
+  if (cap) {
+    size_t k = n < cap - 1 ? n : cap - 1;
+    memcpy(buf, name, k);
+    buf[k] = '\0';
+  }
+  return (int)n;
+}
+
 int kf_funcpos_find(kf_funcpos_t *f, uint32_t script, int64_t position,
                     char *buf, size_t cap) {
-  if (script == 0 || position < 0 || position > UINT32_MAX) return -1;
-  int rc = -1;
   pthread_mutex_lock(&f->lock);
-  if (f->nslots) {
-    slot_t *s = slot_for(f, (uint64_t)script << 32 | (uint64_t)position);
-    if (s->key && s->fn != AMBIGUOUS) {
-      const char *name = f->names[s->fn];
-      size_t n = strlen(name);
-      if (cap) {
-        size_t k = n < cap - 1 ? n : cap - 1;
-        memcpy(buf, name, k);
-        buf[k] = '\0';
-      }
-      rc = (int)n;
-    }
-  }
+  int rc = name_locked(f, owner_locked(f, script, position), buf, cap);
+  pthread_mutex_unlock(&f->lock);
+  return rc;
+}
+
+void kf_funcpos_owners(kf_funcpos_t *f, uint32_t script, const int64_t *positions,
+                       size_t n, int64_t *owners) {
+  pthread_mutex_lock(&f->lock);
+  for (size_t i = 0; i < n; i++) owners[i] = owner_locked(f, script, positions[i]);
+  pthread_mutex_unlock(&f->lock);
+}
+
+int kf_funcpos_name(kf_funcpos_t *f, int64_t id, char *buf, size_t cap) {
+  pthread_mutex_lock(&f->lock);
+  int rc = name_locked(f, id, buf, cap);
   pthread_mutex_unlock(&f->lock);
   return rc;
 }

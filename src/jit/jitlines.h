@@ -79,6 +79,15 @@ int kf_funcpos_add(kf_funcpos_t *f, uint32_t script, const char *name,
 int kf_funcpos_find(kf_funcpos_t *f, uint32_t script, int64_t position,
                     char *buf, size_t cap);
 
+/* The functions that own each of positions[0..n) in `script`, as ids
+ * (equal ids: one function) into owners[0..n): -1 where none or more than
+ * one does, or the position is negative. One lock for all. Any thread. */
+void kf_funcpos_owners(kf_funcpos_t *f, uint32_t script, const int64_t *positions,
+                       size_t n, int64_t *owners);
+/* The name of function `id` (kf_funcpos_owners), copied into buf as
+ * kf_funcpos_find does: its length, or -1 for no such id. Any thread. */
+int kf_funcpos_name(kf_funcpos_t *f, int64_t id, char *buf, size_t cap);
+
 typedef struct kf_funcpos_stats {
   uint64_t entries, functions, ambiguous, dropped, bytes;
 } kf_funcpos_stats_t;

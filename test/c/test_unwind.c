@@ -313,6 +313,17 @@ static void line_tables(void) {
   CHECK(kf_funcpos_find(f, 4, 104, name, sizeof name) == -1); /* another script */
   CHECK(kf_funcpos_find(f, 3, -1, name, sizeof name) == -1);
   CHECK(kf_funcpos_find(f, 3, 104, name, 4) == 10 && strcmp(name, "g a") == 0);
+  /* By id, a window at once: one id per function, -1 where find says none. */
+  const int64_t positions[] = {100, 104, 110, 120, 101, -1, 121};
+  int64_t owners[7];
+  kf_funcpos_owners(f, 3, positions, 7, owners);
+  CHECK(owners[0] >= 0 && owners[1] == owners[0] && owners[3] >= 0 && owners[3] != owners[0]);
+  CHECK(owners[2] == -1 && owners[4] == -1 && owners[5] == -1 && owners[6] == owners[3]);
+  CHECK(kf_funcpos_name(f, owners[3], name, sizeof name) == 10);
+  CHECK_STR(name, "h a.js:9:1");
+  CHECK(kf_funcpos_name(f, -1, name, sizeof name) == -1 && kf_funcpos_name(f, 99, name, sizeof name) == -1);
+  kf_funcpos_owners(f, 0, positions, 7, owners); /* no script */
+  CHECK(owners[0] == -1 && owners[1] == -1);
   kf_funcpos_stats_t st;
   kf_funcpos_stats(f, &st);
   CHECK_EQ_U64(st.entries, 5);
