@@ -367,7 +367,8 @@ class Continuous extends EventEmitter {
       if (this.#pending) await this.#pending
       if (!this.#lost) {
         try {
-          this.#deliver(session.stop({ id: this.#id, sourceMaps: false }))
+          // Named on libuv's pool: the event loop goes on meanwhile.
+          this.#deliver(await session.stopAsync({ id: this.#id, sourceMaps: false }))
         } catch (err) {
           this.#fail(err, null)
         }
