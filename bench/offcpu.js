@@ -30,6 +30,8 @@ const { shuffle, summarize } = require('./windows')
 const KINDS = [
   { kind: 'none' },
   { kind: 'cpu-99', options: { hz: 99 } },
+  // The timer sampler: no perf event on the threads, nothing at a switch.
+  { kind: 'timer-99', options: { hz: 99, mode: 'timer' } },
   { kind: 'both-99', options: { hz: 99, what: 'both', maxSwitchRate: 0 } },
   { kind: 'both-99-r1000', options: { hz: 99, what: 'both', maxSwitchRate: 1000 } },
   { kind: 'both-99-r200', options: { hz: 99, what: 'both', maxSwitchRate: 200 } },
@@ -157,6 +159,7 @@ async function main () {
 const KIND_NAMES = {
   none: 'unprofiled',
   'cpu-99': 'CPU, 99 Hz',
+  'timer-99': 'CPU, 99 Hz, timer mode',
   'both-99': 'both, 99 Hz, every switch (`maxSwitchRate: 0`, the default)',
   'both-99-r1000': 'both, `maxSwitchRate: 1000`',
   'both-99-r200': 'both, `maxSwitchRate: 200`',
