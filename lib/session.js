@@ -132,7 +132,7 @@ function running () {
 
 /**
  * The running profile as it was started, whichever isolate started it:
- * { id, owner, hz, mode (asked), what, event, kernel, maxSwitchRate,
+ * { id, owner, hz, mode (the sampler in use: 'auto' resolved), what, event, kernel, maxSwitchRate,
  * sourceMaps, perfMap, wallStartMs }, or null when none runs.
  */
 function status () {

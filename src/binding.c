@@ -232,6 +232,7 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
   if (rc == 0) {
     kf_labels_begin();
     note_session(&opts, owner, perf_map ? perf_map_path : "");
+    session.mode = (uint32_t)kf_profiler_mode(profiler); /* what 'auto' chose */
   }
   uint32_t id = session.id;
   pthread_mutex_unlock(&lock);
@@ -790,9 +791,9 @@ static napi_value js_running(napi_env env, napi_callback_info info) {
 }
 
 /* status() -> null while no profile runs, else the running session as it
- * was asked for: { id, owner, hz, mode: 'auto' | 'perf' | 'timer', what,
- * event, kernel, maxSwitchRate, sourceMaps, perfMap (or null), wallStartMs }.
- * The sampler that ran (auto's choice) is in the stats at stop(). */
+ * was started: { id, owner, hz, mode: 'perf' | 'timer' (the sampler in use:
+ * 'auto' resolved), what, event, kernel, maxSwitchRate, sourceMaps, perfMap
+ * (or null), wallStartMs }. */
 static napi_value js_status(napi_env env, napi_callback_info info) {
   (void)info;
   static const char *const modes[] = {"auto", "perf", "timer"};

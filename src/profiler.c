@@ -134,6 +134,11 @@ void kf_profiler_give_back(kf_profiler_t *p, kf_session_t *s) {
 
 int kf_profiler_running(const kf_profiler_t *p) { return p->session != NULL; }
 
+int kf_profiler_mode(const kf_profiler_t *p) {
+  if (!p->session) return KF_MODE_AUTO;
+  return p->session->sampler ? KF_MODE_PERF : KF_MODE_TIMER;
+}
+
 /* perf_event_open refused or unusable here, where timers may still work. */
 static int timer_may_help(int rc) {
   return rc == -KF_ERR_PERF_PARANOID || rc == -KF_ERR_PERF_DENIED ||

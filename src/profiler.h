@@ -141,6 +141,9 @@ typedef struct kf_session kf_session_t;
 kf_profiler_t *kf_profiler_new(void);
 
 int kf_profiler_running(const kf_profiler_t *p);
+/* The sampler the running session uses (KF_MODE_PERF or KF_MODE_TIMER:
+ * what 'auto' chose), or KF_MODE_AUTO when none runs. */
+int kf_profiler_mode(const kf_profiler_t *p);
 
 /* Returns 0 or a negative code (error.h); *sys_errno is the errno behind it.
  * On failure nothing is left open. */
