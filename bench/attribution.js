@@ -38,7 +38,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { machineNotes, machineLine, writeResults, option, median, startPerf, perfCheck, procCpuMs } = require('./common')
 const {
-  MARK, runChild: runChildOf, windowsSetup, alternate, loadKflame, addonMtime, schedNs, mainCpuNs, findThread, makeMixedWorkload, summarize, extraPerUnit
+  MARK, runChild: runChildOf, windowsSetup, timedUnits, alternate, loadKflame, addonMtime, schedNs, mainCpuNs, findThread, makeMixedWorkload, summarize, extraPerUnit
 } = require('./windows')
 
 const HZ = 999
@@ -75,15 +75,10 @@ async function windowsChild ({ rounds, windowMs, seed }) {
     const perf0 = perf ? procCpuMs(perf.pid) : null
     const col0 = collector && { ns: schedNs(`${collector}/schedstat`), sw: switches(`${collector}/status`) }
     const sw0 = switches('/proc/thread-self/status')
-    const c0 = mainCpuNs()
-    const t0 = process.hrtime.bigint()
-    const end = t0 + BigInt(Math.round(windowMs * 1e6))
-    let units = 0
-    let t1
-    do { sink += w.unit(units++) } while ((t1 = process.hrtime.bigint()) < end)
-    const c1 = mainCpuNs()
+    const { sink: s, ...timed } = timedUnits(w, windowMs)
+    sink += s
     const sw1 = switches('/proc/thread-self/status')
-    const r = { kind, units, wallMs: Number(t1 - t0) / 1e6, cpuMs: (c1 - c0) / 1e6, preempted: sw1.invol - sw0.invol }
+    const r = { kind, ...timed, preempted: sw1.invol - sw0.invol }
     if (perf) r.perfCpuMs = procCpuMs(perf.pid) - perf0
     if (collector) {
       const sw = switches(`${collector}/status`)

@@ -47,7 +47,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { median, mulberry32, machineNotes, machineLine, writeResults, option } = require('./common')
 const {
-  MARK, runChild: runChildOf, ROOT, windowsSetup, alternate, loadKflame, addonMtime, schedNs, mainCpuNs, findThread, shuffle, summarize, extraPerUnit
+  MARK, runChild: runChildOf, ROOT, windowsSetup, timedUnits, alternate, loadKflame, addonMtime, schedNs, findThread, shuffle, summarize, extraPerUnit
 } = require('./windows')
 
 const DEFAULT_SIZES = [0, 4096, 8192, 16384, 32768]
@@ -105,14 +105,9 @@ function costChild ({ sizes, hz, rounds, windowMs, seed }) {
       const tid = findThread('kflame-collect')
       collectorStat = tid && `/proc/self/task/${tid}/schedstat`
     }
-    const c0 = mainCpuNs()
-    const t0 = process.hrtime.bigint()
-    const end = t0 + BigInt(Math.round(windowMs * 1e6))
-    let units = 0
-    let t1
-    do { sink += w.unit(units++) } while ((t1 = process.hrtime.bigint()) < end)
-    const c1 = mainCpuNs()
-    const r = { kind, units, wallMs: Number(t1 - t0) / 1e6, cpuMs: (c1 - c0) / 1e6 }
+    const { sink: s, ...timed } = timedUnits(w, windowMs)
+    sink += s
+    const r = { kind, ...timed }
     if (profiled) {
       r.collectorMs = collectorStat ? schedNs(collectorStat) / 1e6 : null
       const s0 = process.hrtime.bigint()

@@ -26,7 +26,7 @@
 // handler's runs (stack copies), "samples/window" the periods.
 
 const { machineNotes, machineLine, writeResults, option, median } = require('./common')
-const { MARK, runChild, windowsSetup, alternate, addonMtime, schedNs, mainCpuNs, findThread, summarize, extraPerUnit } = require('./windows')
+const { MARK, runChild, windowsSetup, timedUnits, alternate, addonMtime, schedNs, findThread, summarize, extraPerUnit } = require('./windows')
 
 const KINDS = ['none', 'perf-99', 'timer-99', 'v8-99', 'perf-999', 'timer-999', 'v8-999']
 const NAMES = {
@@ -62,14 +62,9 @@ function costChild ({ rounds, windowMs, seed }) {
       session.post('Profiler.setSamplingInterval', { interval: Math.round(1e6 / hz) })
       session.post('Profiler.start')
     }
-    const c0 = mainCpuNs()
-    const t0 = process.hrtime.bigint()
-    const end = t0 + BigInt(Math.round(windowMs * 1e6))
-    let units = 0
-    let t1
-    do { sink += w.unit(units++) } while ((t1 = process.hrtime.bigint()) < end)
-    const c1 = mainCpuNs()
-    const r = { kind, units, wallMs: Number(t1 - t0) / 1e6, cpuMs: (c1 - c0) / 1e6 }
+    const { sink: s, ...timed } = timedUnits(w, windowMs)
+    sink += s
+    const r = { kind, ...timed }
     const s0 = process.hrtime.bigint()
     if (tool === 'perf' || tool === 'timer') {
       r.collectorMs = collectorStat ? schedNs(collectorStat) / 1e6 : null

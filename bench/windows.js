@@ -201,6 +201,20 @@ function windowsSetup (name) {
   return { gc, w, kflame, addon0: addonMtime() }
 }
 
+// The measured part of a window: the workload's units run for windowMs of
+// wall time -> { units, wallMs, cpuMs (the main thread's), sink }.
+function timedUnits (w, windowMs) {
+  let sink = 0
+  const c0 = mainCpuNs()
+  const t0 = process.hrtime.bigint()
+  const end = t0 + BigInt(Math.round(windowMs * 1e6))
+  let units = 0
+  let t1
+  do { sink += w.unit(units++) } while ((t1 = process.hrtime.bigint()) < end)
+  const c1 = mainCpuNs()
+  return { units, wallMs: Number(t1 - t0) / 1e6, cpuMs: (c1 - c0) / 1e6, sink }
+}
+
 // Every kind's window once as a warm-up, not kept (the first profile loads
 // the symbol tables; `warmups` rounds of it), then `rounds` rounds of every
 // kind once in a seeded random order: the runs, each with its round.
@@ -218,6 +232,7 @@ module.exports = {
   MARK,
   runChild,
   windowsSetup,
+  timedUnits,
   alternate,
   ROOT, sleepMs, loadKflame, addonMtime, schedNs, mainCpuNs, findThread, shuffle, makeMixedWorkload, quantile, summarize, extraPerUnit
 }
