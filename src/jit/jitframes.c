@@ -175,14 +175,6 @@ static int token_at(kf_jitframes_t *j, uint64_t addr, uint64_t time,
   return named_token_at(j, addr, time, token, info, name);
 }
 
-/* The function that owns source offset `position` of the code's script,
- * into name[NAME_BYTES]: 1, or 0 when none or two functions claim it. */
-static int owner_of(kf_jitframes_t *j, const kf_code_info_t *info,
-                    int64_t position, char *name) {
-  return position >= 0 &&
-         kf_funcpos_find(j->funcpos, info->script, position, name, NAME_BYTES) >= 0;
-}
-
 /* The functions inlined where optimized code (named outer_name) was at
  * `addr`, looked up into *info, as tokens into chain, innermost first.
  * Returns how many (at most KF_JITFRAMES_MAX_INLINED), 0 when the address
@@ -225,14 +217,18 @@ static int inlined_at(kf_jitframes_t *j, uint64_t addr, uint64_t time,
                       const kf_code_info_t *info, const char *outer_name,
                       uint64_t chain[KF_JITFRAMES_MAX_INLINED]) {
   char name[NAME_BYTES], near[NAME_BYTES];
-  if (!j->funcpos || info->kind != KF_CODE_JS ||
-      !owner_of(j, info, info->positions[1], name) || strcmp(name, outer_name) == 0)
-    return 0;
+  if (!j->funcpos || info->kind != KF_CODE_JS || info->positions[1] < 0) return 0;
+  /* Every JS frame comes here: the three offsets' owners in one lookup,
+   * a name fetched only for a confirmed inlined function. */
+  int64_t around[3];
+  kf_funcpos_owners(j->funcpos, info->script, info->positions, 3, around);
   int confirmed = 0;
   for (int side = 0; side <= 2 && !confirmed; side += 2)
-    confirmed = info->positions[side] != info->positions[1] &&
-                owner_of(j, info, info->positions[side], near) && strcmp(near, name) == 0;
-  if (!confirmed) return 0;
+    confirmed = info->positions[side] != info->positions[1] && around[side] >= 0 &&
+                around[side] == around[1];
+  if (!confirmed || kf_funcpos_name(j->funcpos, around[1], name, sizeof name) < 0 ||
+      strcmp(name, outer_name) == 0)
+    return 0;
   int rc = token_of(j, name, info->tier, 1, &chain[0]);
   if (rc <= 0) return rc;
 
