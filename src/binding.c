@@ -646,19 +646,24 @@ typedef struct stop_job {
   kf_labels_t labels;
   kf_profile_t *profile;
   int rc;
+  int stopped; /* the session was ended (stop_taken) */
 } stop_job_t;
 
 static void stop_job_execute(napi_env env, void *data) {
   (void)env;
   stop_job_t *job = data;
   job->rc = stop_taken(job->taken, &job->profile);
+  job->stopped = 1;
 }
 
 static void stop_job_complete(napi_env env, napi_status status, void *data) {
   stop_job_t *job = data;
+  (void)status;
+  /* Cancelled, or queued nowhere: the session ends here, never left taken. */
+  if (!job->stopped) stop_job_execute(env, job);
   napi_value value = NULL;
   int resolved = 0;
-  if (status == napi_ok && job->rc == 0) {
+  if (job->rc == 0) {
     /* profile_result owns the profile and labels from here, even when it
      * fails (then with an exception pending, which becomes the rejection) */
     value = profile_result(env, job->profile, &job->labels);
@@ -668,9 +673,8 @@ static void stop_job_complete(napi_env env, napi_status status, void *data) {
     kf_labels_free(&job->labels);
     if (job->profile) free_profile(env, job->profile, NULL);
     char advice[512];
-    int rc = status == napi_ok ? job->rc : -ECANCELED;
-    kf_error_advice(rc, 0, advice, sizeof advice);
-    if (error_of(env, kf_error_name(rc), advice, &value) != napi_ok) value = NULL;
+    kf_error_advice(job->rc, 0, advice, sizeof advice);
+    if (error_of(env, kf_error_name(job->rc), advice, &value) != napi_ok) value = NULL;
   }
   if (!value) napi_get_undefined(env, &value);
   /* Nothing is left to report a failure to: the promise settles or not. */
@@ -711,11 +715,8 @@ static napi_value js_stop_async(napi_env env, napi_callback_info info) {
     CHECK(env, st);
     return promise;
   }
-  /* Without the pool, the job runs here: the session is never left taken. */
-  if (napi_queue_async_work(env, job->work) != napi_ok) {
-    stop_job_execute(env, job);
-    stop_job_complete(env, napi_ok, job);
-  }
+  /* Without the pool, the job runs here (complete ends the session). */
+  if (napi_queue_async_work(env, job->work) != napi_ok) stop_job_complete(env, napi_ok, job);
   return promise;
 }
 
