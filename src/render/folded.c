@@ -39,7 +39,7 @@ typedef struct fold {
   size_t table_len, table_cap;
   uint32_t *pieces; /* every line's name indices, one after another */
   size_t pieces_len, pieces_cap;
-  uint32_t unknown, offcpu, idle, truncated; /* fixed names' indices */
+  uint32_t offcpu, idle, truncated; /* fixed names' indices */
 } fold_t;
 
 /* Adds a name (sanitised into the pool) and gives its index. An empty name
@@ -154,8 +154,8 @@ static size_t line_bytes(const fold_t *f, const line_t *l) {
 }
 
 static int fixed_names(fold_t *f) {
-  return add_name(f, "[unknown]", &f->unknown) || add_name(f, "[off-cpu]", &f->offcpu) ||
-                 add_name(f, "(idle)", &f->idle) || add_name(f, "[truncated]", &f->truncated)
+  return add_name(f, "[off-cpu]", &f->offcpu) || add_name(f, "(idle)", &f->idle) ||
+                 add_name(f, "[truncated]", &f->truncated)
              ? -ENOMEM
              : 0;
 }
