@@ -6,6 +6,7 @@
         "src/binding.c",
         "src/profiler.c",
         "src/sample/perfwarm.c",
+        "src/sample/pidfilter.c",
         "src/sample/sampler.c",
         "src/sample/timersampler.c",
         "src/collect/collector.c",

@@ -59,6 +59,8 @@ export interface KflameError extends Error {
 // --- start() ---
 
 export type Mode = 'auto' | 'perf' | 'timer'
+/** Where perf events are opened: per CPU, filtered to this process in the kernel, where allowed; else per thread. */
+export type PerfScope = 'auto' | 'threads'
 export type Event = 'cpu-clock' | 'task-clock'
 
 /** start()'s options; unknown names and wrong types are refused. */
@@ -67,6 +69,8 @@ export interface StartOptions {
   hz?: number
   /** The sampler; 'auto' (the default) is perf events, else the timer sampler with a warning. */
   mode?: Mode
+  /** perf mode, CPU time: 'auto' (the default, or KFLAME_PERF_SCOPE) opens one event per CPU with a kernel filter where allowed (root), which costs nothing at a context switch; 'threads' always per thread. */
+  perfScope?: PerfScope | null
   event?: Event
   /** Sample kernel frames when this user may (true). */
   kernel?: boolean
@@ -150,6 +154,10 @@ export interface ProfileDetails {
   foreign: number
   kernelHidden: boolean
   inheritThread: boolean
+  /** perf mode: 'cpus' (an event per CPU, filtered in the kernel) or 'threads'; timer mode: null. */
+  perfScope: 'cpus' | 'threads' | null
+  /** Why 'auto' could not open CPU-wide events (the system's message), else null. */
+  perfScopeError: string | null
   ringPages: number
   attachedThreads: number
   cpus: number

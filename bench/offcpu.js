@@ -15,6 +15,11 @@
 // process's CPU reported apart): what per-thread perf events cost this
 // server whoever opens them.
 //
+// Latency: the parent keeps one more keep-alive connection busy during each
+// window, one request at a time, and takes the window's p99 of those
+// round trips (queueing behind the load's requests included); the row's
+// figure is the per-round ratio against the round's unprofiled window.
+//
 // The handler builds ~2 KB of JSON and every 4th request stats a file through
 // the thread pool, so the pool's threads switch as a real server's do.
 //
@@ -23,13 +28,17 @@
 
 const { fork, spawn } = require('node:child_process')
 const fs = require('node:fs')
+const http = require('node:http')
 const path = require('node:path')
 const { mulberry32, median, machineNotes, machineLine, writeResults, startPerf, perfCheck, procCpuMs } = require('./common')
 const { shuffle, summarize } = require('./windows')
 
 const KINDS = [
   { kind: 'none' },
+  // perf mode: CPU-wide events with the kernel's pid filter where allowed
+  // (root), else per thread; and per thread forced.
   { kind: 'cpu-99', options: { hz: 99 } },
+  { kind: 'cpu-99-threads', options: { hz: 99, perfScope: 'threads' } },
   // The timer sampler: no perf event on the threads, nothing at a switch.
   { kind: 'timer-99', options: { hz: 99, mode: 'timer' } },
   { kind: 'both-99', options: { hz: 99, what: 'both', maxSwitchRate: 0 } },
@@ -78,6 +87,35 @@ function child () {
   })
 }
 
+// Sends requests one after another on one keep-alive connection until
+// stop() is called -> the round trips in ms.
+function probe (port) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+  const times = []
+  let running = true
+  const done = new Promise((resolve) => {
+    const next = () => {
+      if (!running) { agent.destroy(); resolve(times); return }
+      const t0 = process.hrtime.bigint()
+      http.get({ host: '127.0.0.1', port, path: '/items?n=16&q=probe', agent }, (res) => {
+        res.resume()
+        res.on('end', () => { times.push(Number(process.hrtime.bigint() - t0) / 1e6); next() })
+      }).on('error', () => { running = false; next() })
+    }
+    next()
+  })
+  return { stop: () => { running = false; return done } }
+}
+
+const pct = (v) => `${v >= 0 ? '+' : ''}${(v * 100).toFixed(1)}%`
+// A median with its 95% interval (windows.js summarize()).
+const ci = (e) => e ? `${pct(e.median)} [${pct(e.ci95[0])}, ${pct(e.ci95[1])}]` : '-'
+
+function quantile (values, q) {
+  const v = [...values].sort((a, b) => a - b)
+  return v[Math.min(v.length - 1, Math.floor(q * v.length))]
+}
+
 async function main () {
   const args = process.argv.slice(2)
   if (args[0] === '--child') { child(); return }
@@ -106,10 +144,14 @@ async function main () {
     const perf = KINDS.find((k) => k.kind === kind).perf ? startPerf({ pid: server.pid, hz: 99 }) : null
     if (perf) perf.enable()
     const perf0 = perf ? procCpuMs(perf.pid) : 0
+    const latency = probe(port)
     const r = await new Promise((resolve) => {
       server.once('message', resolve)
       server.send({ cmd: 'window', kind })
     })
+    const times = await latency.stop()
+    r.p99Ms = quantile(times, 0.99)
+    r.p50Ms = quantile(times, 0.5)
     if (perf) {
       r.perfCpuMs = procCpuMs(perf.pid) - perf0 // perf's own process, apart
       perf.disable()
@@ -129,26 +171,31 @@ async function main () {
   const perReq = (x) => x.cpuMs / x.requests
   const rows = kinds.map(({ kind }) => {
     const mine = runs.filter((x) => x.kind === kind)
-    const ratios = mine.map((x) => perReq(x) / perReq(runs.find((b) => b.round === x.round && b.kind === 'none')) - 1)
+    const base = (x) => runs.find((b) => b.round === x.round && b.kind === 'none')
+    const ratios = mine.map((x) => perReq(x) / perReq(base(x)) - 1)
+    const rate = (x) => x.requests / x.wallMs
+    const throughput = mine.map((x) => rate(x) / rate(base(x)) - 1)
+    const p99 = mine.map((x) => x.p99Ms / base(x).p99Ms - 1)
     return {
       kind,
       reqPerS: median(mine.map((x) => x.requests / x.wallMs * 1000)),
       cpuUsPerReq: median(mine.map(perReq)) * 1000,
       switchSamplesPerS: median(mine.map((x) => x.switches / x.wallMs * 1000)),
       perfOwnCpuUsPerReq: kind === 'perf-99' ? median(mine.map((x) => x.perfCpuMs / x.requests)) * 1000 : null,
-      extraCpuPerReq: kind === 'none' ? null : summarize(ratios, 7)
+      p99Ms: median(mine.map((x) => x.p99Ms)),
+      extraCpuPerReq: kind === 'none' ? null : summarize(ratios, 7),
+      throughputChange: kind === 'none' ? null : summarize(throughput, 8),
+      p99Change: kind === 'none' ? null : summarize(p99, 9)
     }
   })
-  const pct = (v) => `${v >= 0 ? '+' : ''}${(v * 100).toFixed(1)}%`
   if (!hasPerf) console.log(`offcpu: no perf row: ${perfCheck().why}`)
   console.log(`offcpu: ${rounds} rounds × ${kinds.length} alternating ${WINDOW_MS} ms windows in one server process, ` +
     `${CONNECTIONS} connections (autocannon); ${machineLine(machine)}`)
-  console.log('| kind | req/s | server CPU µs/req | switch stacks/s | extra CPU/req (median, 95% CI) |')
-  console.log('| --- | --- | --- | --- | --- |')
+  console.log('| kind | req/s | server CPU µs/req | switch stacks/s | probe p99 ms | extra CPU/req (median, 95% CI) | throughput | probe p99 |')
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- |')
   for (const r of rows) {
-    const e = r.extraCpuPerReq
     console.log(`| ${r.kind} | ${Math.round(r.reqPerS)} | ${r.cpuUsPerReq.toFixed(1)} | ${Math.round(r.switchSamplesPerS)} | ` +
-      `${e ? `${pct(e.median)} [${pct(e.ci95[0])}, ${pct(e.ci95[1])}]` : '-'} |` +
+      `${r.p99Ms.toFixed(2)} | ${ci(r.extraCpuPerReq)} | ${ci(r.throughputChange)} | ${ci(r.p99Change)} |` +
       `${r.perfOwnCpuUsPerReq !== null ? ` (perf's own process: ${r.perfOwnCpuUsPerReq.toFixed(1)} µs/req)` : ''}`)
   }
   if (jsonOut) writeResults(jsonOut, machine, { rounds, windowMs: WINDOW_MS, connections: CONNECTIONS, rows, runs })
@@ -158,7 +205,8 @@ async function main () {
 // Rows of docs/benchmarks.md (bench/table.js), with the words the table needs beside it.
 const KIND_NAMES = {
   none: 'unprofiled',
-  'cpu-99': 'CPU, 99 Hz',
+  'cpu-99': 'CPU, 99 Hz (as root: an event per CPU, filtered in the kernel)',
+  'cpu-99-threads': 'CPU, 99 Hz, `perfScope: \'threads\'` (per-thread events)',
   'timer-99': 'CPU, 99 Hz, timer mode',
   'both-99': 'both, 99 Hz, every switch (`maxSwitchRate: 0`, the default)',
   'both-99-r1000': 'both, `maxSwitchRate: 1000`',
@@ -166,14 +214,13 @@ const KIND_NAMES = {
   'perf-99': 'floor: `perf record -F 99 -g -p` (its own process apart)'
 }
 function readmeTables (r) {
-  const pct = (v) => `${v >= 0 ? '+' : ''}${(v * 100).toFixed(1)}%`
   return [
-    '| kind | req/s | server CPU µs/req | switch stacks/s | extra CPU / request |',
-    '| --- | --- | --- | --- | --- |',
+    '| kind | req/s | server CPU µs/req | switch stacks/s | extra CPU / request | throughput | probe p99 latency |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
     ...r.rows.map((x) => `| ${KIND_NAMES[x.kind] || x.kind} | ${Math.round(x.reqPerS).toLocaleString('en')} | ${x.cpuUsPerReq.toFixed(1)} | ` +
       `${x.switchSamplesPerS ? Math.round(x.switchSamplesPerS).toLocaleString('en') : '-'} | ` +
-      `${x.extraCpuPerReq ? `${pct(x.extraCpuPerReq.median)} [${pct(x.extraCpuPerReq.ci95[0])}, ${pct(x.extraCpuPerReq.ci95[1])}]` : '-'}` +
-      `${x.perfOwnCpuUsPerReq ? `; perf's own process ${x.perfOwnCpuUsPerReq.toFixed(1)} µs/req` : ''} |`)
+      `${ci(x.extraCpuPerReq)}${x.perfOwnCpuUsPerReq ? `; perf's own process ${x.perfOwnCpuUsPerReq.toFixed(1)} µs/req` : ''} | ` +
+      `${ci(x.throughputChange)} | ${x.p99Ms ? `${x.p99Ms.toFixed(2)} ms` : ''}${x.p99Change ? `, ${ci(x.p99Change)}` : ''} |`)
   ]
 }
 

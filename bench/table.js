@@ -101,11 +101,13 @@ const BENCHES = [
   },
   {
     file: 'offcpu.json',
-    title: 'Off-CPU sampling on an HTTP server under load',
+    title: 'An HTTP server under load: CPU and off-CPU sampling',
     script: 'bench/offcpu.js',
     about: (r) => `alternating windows: one server process profiled in ${r.windowMs / 1000} s windows, ${r.rounds} rounds of each kind ` +
       `in a seeded random order, autocannon with ${r.connections} connections throughout; cost = the server's CPU time (all threads) ` +
-      "per request, as a per-round ratio against the round's unprofiled window: median and bootstrap 95% interval",
+      "per request, throughput = requests served per second, p99 latency = the 99th percentile of the round trips of one more " +
+      'connection sending one request at a time during the window; each as a per-round ratio against the round\'s unprofiled ' +
+      'window: median and bootstrap 95% interval',
     tables: (r) => require('./offcpu').readmeTables(r)
   },
   {

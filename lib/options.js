@@ -17,6 +17,13 @@ const { sourceMapsDefault } = require('./sourcemaps')
 const EVENTS = ['cpu-clock', 'task-clock']
 // 'auto': perf events, else (perf_event_open refused) the timer sampler.
 const MODES = ['auto', 'perf', 'timer']
+// Where perf events are opened, for CPU time: 'auto' opens one per CPU with
+// a kernel filter that keeps this process's samples when the kernel allows
+// it (root: CAP_PERFMON and CAP_BPF), which costs nothing at a context
+// switch, else one per thread; 'threads' always per thread (also through
+// KFLAME_PERF_SCOPE, for every start() of the process). The index is the C
+// core's KF_SCOPE_*.
+const PERF_SCOPES = ['auto', 'threads']
 // What is sampled: CPU time, off-CPU time (context switches), or both. The
 // index + 1 is the C core's KF_WHAT_* bit set.
 const WHATS = ['cpu', 'offcpu', 'both']
@@ -34,6 +41,8 @@ const MAX_STACK_BYTES = 60000
 const DEFAULTS = Object.freeze({
   hz: 99,
   mode: 'auto',
+  // null: KFLAME_PERF_SCOPE, else 'auto'
+  perfScope: null,
   event: 'cpu-clock',
   kernel: true,
   // null: the sampler's choice. perf mode: 64 pages per CPU with stack
@@ -108,6 +117,7 @@ function checkInteger (fn, name, value, [min, max], unit = '') {
 const TEXT_OPTIONS = {
   hz: { min: 1 }, // to `max`, by default kernel.perf_event_max_sample_rate
   mode: { choices: MODES },
+  perfScope: { choices: PERF_SCOPES },
   what: { choices: WHATS },
   sourceMaps: { choices: ['true', 'false', '1', '0'], value: (text) => text === 'true' || text === '1' }
 }
@@ -152,6 +162,16 @@ function checkStartOptions (options) {
   if (typeof o.mode !== 'string') throw invalid('start(options): mode must be a string')
   if (!MODES.includes(o.mode)) {
     throw outOfRange(`start(options): mode must be one of ${MODES.join(', ')}, got "${o.mode}"`)
+  }
+  if (o.perfScope === null) {
+    o.perfScope = process.env.KFLAME_PERF_SCOPE || 'auto'
+    if (!PERF_SCOPES.includes(o.perfScope)) {
+      throw outOfRange(`start(options): KFLAME_PERF_SCOPE must be one of ${PERF_SCOPES.join(', ')}, got "${o.perfScope}": set it so, or unset it`)
+    }
+  }
+  if (typeof o.perfScope !== 'string') throw invalid('start(options): perfScope must be a string')
+  if (!PERF_SCOPES.includes(o.perfScope)) {
+    throw outOfRange(`start(options): perfScope must be one of ${PERF_SCOPES.join(', ')}, got "${o.perfScope}"`)
   }
   if (typeof o.kernel !== 'boolean') throw invalid('start(options): kernel must be a boolean')
   if (typeof o.stackBytes !== 'number' || !Number.isInteger(o.stackBytes)) {
@@ -208,5 +228,5 @@ function defaultPerfMapPath () {
 
 module.exports = {
   checkStartOptions, takeOptions, checkInteger, fromText, defaultPerfMapPath,
-  DEFAULTS, EVENTS, MODES, WHATS, TIMELINE_DEFAULT
+  DEFAULTS, EVENTS, MODES, PERF_SCOPES, WHATS, TIMELINE_DEFAULT
 }

@@ -267,6 +267,10 @@ function makeStats (raw, labels = null, workers = null) {
       foreign: raw.foreign,
       kernelHidden: raw.kernelHidden,
       inheritThread: raw.inheritThread,
+      // perf mode: 'cpus' (an event per CPU, filtered to this process in
+      // the kernel) or 'threads'; why 'auto' could not use CPU-wide events
+      perfScope: raw.perfScope || null,
+      perfScopeError: raw.perfScopeError || null,
       ringPages: raw.ringPages,
       attachedThreads: raw.attached,
       cpus: raw.cpus,

@@ -8,6 +8,9 @@
 //   KFLAME_HZ      samples per second (default 99)
 //   KFLAME_MODE    auto|perf|timer: the sampler (default auto: perf events,
 //                  else per-thread CPU-time timers where perf is refused)
+//   KFLAME_PERF_SCOPE  auto|threads: perf events per CPU, filtered to this
+//                  process in the kernel where allowed (root), else per
+//                  thread (default auto); threads: always per thread
 //   KFLAME_WHAT    cpu|offcpu|both: CPU time, off-CPU time or both (default
 //                  cpu; off-CPU needs perf events with kernel context)
 //   KFLAME_SOURCE_MAPS=1  JS frames named after their source maps (also
@@ -69,9 +72,10 @@ function parseHz (value) {
   return read.value
 }
 
-// KFLAME_MODE and KFLAME_WHAT: one of their start option's choices.
+// KFLAME_MODE, KFLAME_PERF_SCOPE and KFLAME_WHAT: one of their start option's choices.
 const CHOICE_VARS = {
   mode: ['KFLAME_MODE', 'is not a sampler kflame knows'],
+  perfScope: ['KFLAME_PERF_SCOPE', 'is not where kflame opens perf events'],
   what: ['KFLAME_WHAT', 'is not something kflame samples']
 }
 
@@ -81,7 +85,7 @@ function parseChoice (name, value) {
   if (read.fail) {
     const [variable, says] = CHOICE_VARS[name]
     throw configError(`${variable}=${JSON.stringify(value)} ${says}: ` +
-      `set it to ${read.choices.join(', ')} (default ${DEFAULTS[name]}), or unset it`)
+      `set it to ${read.choices.join(', ')} (default ${DEFAULTS[name] ?? read.choices[0]}), or unset it`)
   }
   return read.value
 }
@@ -223,6 +227,7 @@ function readConfig (env, where = {}) {
   const hz = parseHz(envValue(env, 'KFLAME_HZ'))
   const mode = parseChoice('mode', envValue(env, 'KFLAME_MODE'))
   const what = parseChoice('what', envValue(env, 'KFLAME_WHAT'))
+  const perfScope = parseChoice('perfScope', envValue(env, 'KFLAME_PERF_SCOPE')) || 'auto'
   if (what !== 'cpu' && mode === 'timer') {
     throw configError(`KFLAME_WHAT=${what} needs perf events, and KFLAME_MODE=timer counts CPU time only: ` +
       'unset one of them')
@@ -231,7 +236,7 @@ function readConfig (env, where = {}) {
   const continuous = readContinuous(env, where)
   const out = continuous ? { file: null, format: continuous.format, childOut: env.KFLAME_OUT } : resolveOutput(env, where)
   const quiet = /^(1|true|yes)$/i.test(env.KFLAME_QUIET || '')
-  return { hz, mode, what, quiet, continuous, ...out }
+  return { hz, mode, perfScope, what, quiet, continuous, ...out }
 }
 
 // `node --test` spawns one child per test file (with our --require, and
@@ -319,7 +324,7 @@ function install ({ env = process.env } = {}) {
     // The whole API loads, as the app's own require would: it arms V8's
     // code-event hook and workers'.
     require('./index')
-    id = require('./session').start({ hz: config.hz, mode: config.mode, what: config.what }, { owner: 'register' })
+    id = require('./session').start({ hz: config.hz, mode: config.mode, perfScope: config.perfScope, what: config.what }, { owner: 'register' })
   } catch (err) {
     // Never break the app: no sampler allowed, or no addon for this node.
     stderrLine(`not profiling this process (pid ${process.pid}): ${err.message}`)
@@ -394,7 +399,7 @@ function install ({ env = process.env } = {}) {
 function installContinuous (config) {
   let c
   try {
-    c = require('./index').continuous({ ...config.continuous, hz: config.hz, mode: config.mode, what: config.what })
+    c = require('./index').continuous({ ...config.continuous, hz: config.hz, mode: config.mode, perfScope: config.perfScope, what: config.what })
   } catch (err) {
     stderrLine(`not profiling this process (pid ${process.pid}): ${err.message}`)
     return false

@@ -20,7 +20,7 @@ const jitMode = process.env.KFLAME_JIT || 'load'
 if (jitMode !== 'off') require('node:v8').setFlagsFromString('--interpreted-frames-native-stack')
 
 const binding = require('./binding')
-const { checkStartOptions, MODES, WHATS } = require('./options')
+const { checkStartOptions, MODES, PERF_SCOPES, WHATS } = require('./options')
 const { Profile, makeStats } = require('./profile')
 const workers = require('./workers')
 
@@ -43,6 +43,7 @@ function start (options, { owner = 'application', checked = false } = {}) {
   return binding.start({
     hz: o.hz,
     mode: MODES.indexOf(o.mode), // kf_mode_t
+    perfScope: PERF_SCOPES.indexOf(o.perfScope), // KF_SCOPE_*
     taskClock: o.event === 'task-clock',
     kernel: o.kernel,
     ringPages: o.ringPages || 0, // 0: the sampler's default

@@ -170,8 +170,9 @@ static void note_session(const kf_profile_opts_t *opts, const char *owner,
 }
 
 /* start({ hz, mode, taskClock, kernel, ringPages, stackBytes, timeline, jit,
- *         tiers, perfMap, owner }) -> the session's id (status());
- * mode: 0 auto, 1 perf, 2 timer (kf_mode_t); timeline: samples kept with
+ *         tiers, perfScope, perfMap, owner }) -> the session's id (status());
+ * mode: 0 auto, 1 perf, 2 timer (kf_mode_t); perfScope: 0 auto, 1 threads
+ * (KF_SCOPE_*); timeline: samples kept with
  * their times (timeline.h); owner: lib/'s tag for who starts it */
 static napi_value js_start(napi_env env, napi_callback_info info) {
   size_t argc = 1;
@@ -199,6 +200,7 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
       get_bool(env, argv[0], "dwarf", &opts.dwarf) ||
       get_u32(env, argv[0], "what", &so->what) || so->what < KF_WHAT_CPU || so->what > KF_WHAT_BOTH ||
       get_u32(env, argv[0], "maxSwitchRate", &so->max_switch_rate) ||
+      get_u32(env, argv[0], "perfScope", &so->scope) || so->scope > KF_SCOPE_THREADS ||
       get_bool(env, argv[0], "sourceMaps", &opts.source_maps) ||
       (perf_map = get_prop(env, argv[0], "perfMap", &perf_map_v)) < 0 ||
       (perf_map && get_path(env, perf_map_v, perf_map_path, sizeof perf_map_path)) ||
@@ -207,7 +209,7 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG",
                           "start() takes { hz, mode, ringPages, stackBytes, "
                           "timeline, kernel, taskClock, jit, tiers, dwarf, what, "
-                          "maxSwitchRate, sourceMaps, perfMap, owner }");
+                          "maxSwitchRate, perfScope, sourceMaps, perfMap, owner }");
     return NULL;
   }
   opts.timeline_max = timeline_max;
@@ -278,6 +280,11 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
   napi_value o;
   CHECK(env, napi_create_object(env, &o));
   CHECK(env, set_mode(env, o, st));
+  if (st->mode == KF_MODE_PERF) {
+    CHECK(env, set_str(env, o, "perfScope", st->scope == KF_SCOPE_CPUS ? "cpus" : "threads"));
+    if (st->scope_errno)
+      CHECK(env, set_str(env, o, "perfScopeError", strerror(st->scope_errno)));
+  }
   if (st->mode == KF_MODE_TIMER) {
     const kf_timer_stats_t *ts = &st->timer;
     CHECK(env, set_num(env, o, "timerSignal", ts->signo));

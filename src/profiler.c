@@ -324,6 +324,8 @@ static void settings_stats(const kf_session_t *s, const kf_sampler_info_t *info,
   st->kernel = info->kernel;
   st->kernel_refused = info->kernel_refused;
   st->inherit_thread = info->inherit_thread;
+  st->scope = info->scope;
+  st->scope_errno = info->scope_errno;
   st->ring_pages = info->ring_pages;
   st->ring_pages_asked = info->ring_pages_asked;
   st->attached = info->threads;

@@ -82,6 +82,8 @@ typedef struct kf_profile_stats {
   int kernel_refused;    /* asked for, not allowed (perf_event_paranoid) */
   int kernel_hidden;     /* sampled but unnamed (kptr_restrict) */
   int inherit_thread;
+  uint32_t scope;        /* perf: KF_SCOPE_CPUS or KF_SCOPE_THREADS */
+  int scope_errno;       /* why CPU-wide events were not used (0: not tried) */
   uint32_t ring_pages, ring_pages_asked;
   uint32_t attached, cpus;
   uint64_t jit_frames;           /* frames named from the code map */

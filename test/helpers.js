@@ -46,7 +46,9 @@ function runWithFaults (script, env) {
     // KFLAME_PERF_WARM=off: the thread that holds a perf event from load
     // (src/sample/perfwarm.h) would open it at a moment of its own, one of
     // the opens the shim counts, and an fd the probe may count as leaked.
-    env: { ...process.env, LD_PRELOAD: SHIM, KFLAME_PERF_WARM: 'off', ...env },
+    // KFLAME_PERF_SCOPE=threads: the probes count opens per thread and CPU;
+    // test/perf-scope.test.js walks the CPU-wide events' refusals.
+    env: { ...process.env, LD_PRELOAD: SHIM, KFLAME_PERF_WARM: 'off', KFLAME_PERF_SCOPE: 'threads', ...env },
     encoding: 'utf8',
     cwd: path.join(__dirname, '..')
   })

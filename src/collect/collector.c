@@ -60,6 +60,9 @@ typedef struct thread {
 struct kf_collector {
   kf_sampler_t *sampler; /* or: */
   kf_timer_t *timer;
+  /* Every thread's samples come from its own timer or a CPU-wide event:
+   * none is sampled through its creator's inherited events. */
+  int own_sources;
   kf_stacks_t *stacks;     /* raw, since the last fold */
   kf_aggregate_t *agg;     /* named: the profile so far */
   kf_namer_t *namer;
@@ -119,7 +122,7 @@ static thread_t *find_thread(kf_collector_t *c, uint32_t tid) {
 }
 
 static int is_direct(const kf_collector_t *c, uint32_t tid) {
-  if (c->timer) return 1; /* every thread has its own timer */
+  if (c->own_sources) return 1;
   for (size_t i = 0; i < c->nowners; i++)
     if (c->owners[i].tid == tid) return 1;
   return 0;
@@ -362,7 +365,7 @@ static void on_sample(kf_collector_t *c, const struct perf_event_header *h) {
     c->stats.foreign++;
     return;
   }
-  uint32_t source = owner ? owner->tid : tid;
+  uint32_t source = owner && owner->tid != KF_OWNER_ANY ? owner->tid : tid;
   thread_t *t = find_thread(c, tid);
   if (!t && !(t = add_thread(c, tid))) {
     c->stats.no_memory++;
@@ -727,6 +730,7 @@ int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
   }
   c->pid = (uint32_t)getpid();
   if (sampler) c->owners = kf_sampler_owners(sampler, &c->nowners);
+  c->own_sources = !sampler || kf_sampler_info(sampler)->scope == KF_SCOPE_CPUS;
   c->stacks = kf_stacks_new();
   c->agg = kf_aggregate_new(opts->timeline_max);
   c->folded_at = c->window_start = kf_now_ns();

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sample/pidfilter.h"
 #include "util/error.h"
 #include "util/grow.h"
 #include "util/readfile.h"
@@ -320,6 +321,44 @@ gone:
   return 0;
 }
 
+/* CPU-wide: one clock event per CPU (pid -1) for whatever runs there, with
+ * the pid filter keeping this process's samples (pidfilter.h). No thread
+ * is attached and none switches an event in or out; a thread is sampled
+ * from its first instruction, whoever created it. 0, or a negative errno
+ * with nothing left open and the attributes as they were: then the caller
+ * attaches per thread. */
+static int open_cpu_wide(kf_sampler_t *s) {
+  int prog = kf_pidfilter_load();
+  if (prog < 0) return prog;
+  struct perf_event_attr per_thread = s->attr;
+  kf_sampler_info_t info = s->info;
+  s->attr.inherit = 0;
+  s->attr.inherit_thread = 0;
+  s->attr.exclude_idle = 1; /* the idle task is nobody's: skip the filter */
+  int rc = 0;
+  for (uint32_t i = 0; i < s->info.cpus && rc == 0; i++) {
+    int fd = open_event(s, KF_KIND_CPU, -1, s->cpus[i].cpu, i == 0);
+    if (fd < 0) {
+      rc = fd;
+      break;
+    }
+    if ((rc = kf_pidfilter_attach(fd, prog)) != 0 ||
+        (rc = push_fd(s, fd, KF_OWNER_ANY, KF_KIND_CPU)) != 0)
+      close(fd);
+  }
+  close(prog); /* each event holds it */
+  if (rc == 0) rc = map_rings(s, s->fds);
+  if (rc == 0) {
+    s->info.scope = KF_SCOPE_CPUS;
+    s->info.inherit_thread = 0;
+    return 0;
+  }
+  while (s->nfds > 0) close(s->fds[--s->nfds]);
+  s->attr = per_thread;
+  s->info = info;
+  return rc;
+}
+
 static int known_tid(const kf_sampler_t *s, pid_t tid) {
   for (size_t i = 0; i < s->ntids; i++)
     if (s->tids[i] == tid) return 1;
@@ -370,6 +409,7 @@ int kf_sampler_open(const kf_sampler_opts_t *opts, kf_sampler_t **out,
   s->info.ring_pages_asked = s->info.ring_pages;
   s->info.kernel = opts->kernel;
   s->info.inherit_thread = 1;
+  s->info.scope = KF_SCOPE_THREADS;
   s->info.what = opts->what ? opts->what : KF_WHAT_CPU;
   s->max_switch_rate = opts->max_switch_rate;
   s->info.max_stack =
@@ -403,11 +443,20 @@ int kf_sampler_open(const kf_sampler_opts_t *opts, kf_sampler_t **out,
   int rc = online_cpus(&s->cpus, &s->info.cpus);
   if (rc != 0) goto fail;
 
+  /* CPU time only: switch records would come from every process. */
+  if (opts->scope == KF_SCOPE_AUTO && s->info.what == KF_WHAT_CPU) {
+    int wide = open_cpu_wide(s);
+    s->info.scope_errno = wide < 0 && -wide < KF_ERR_BASE ? -wide : 0;
+    if (wide == -KF_ERR_MLOCK || wide == -ENOMEM) {
+      rc = wide;
+      goto fail;
+    }
+  }
   /* Threads may start while we attach: scan until a pass finds none new. */
   size_t added = 1;
-  for (int pass = 0; added && pass < MAX_THREAD_SCANS; pass++)
+  for (int pass = 0; s->info.scope == KF_SCOPE_THREADS && added && pass < MAX_THREAD_SCANS; pass++)
     if ((rc = scan_threads(s, &added)) != 0) goto fail;
-  if (s->info.threads == 0) {
+  if (s->info.scope == KF_SCOPE_THREADS && s->info.threads == 0) {
     rc = -KF_ERR_NO_THREADS;
     goto fail;
   }

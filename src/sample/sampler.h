@@ -1,7 +1,11 @@
 /*
  * sampler: opens the perf events that sample this process.
  *
- * One cpu-clock (or task-clock) event per existing thread and online CPU,
+ * CPU time, where the kernel allows it (root, or CAP_PERFMON and CAP_BPF):
+ * one clock event per online CPU for every process, with a BPF program that
+ * drops other processes' samples in the kernel (pidfilter.h). Else, and
+ * for off-CPU profiles:
+ * one cpu-clock (or task-clock) event per existing thread and online CPU,
  * and for off-CPU profiles one context-switch event beside it,
  * found in /proc/self/task, each with inherit=1 so threads created later are
  * sampled from their first instruction by events the kernel clones for them
@@ -35,6 +39,13 @@ enum { KF_WHAT_CPU = 1, KF_WHAT_OFFCPU = 2, KF_WHAT_BOTH = 3 };
 /* The kind of an opened event (kf_event_owner_t). */
 enum { KF_KIND_CPU = 0, KF_KIND_SWITCH = 1 };
 
+/* Where the events are opened: AUTO tries one per CPU (CPU time only) and
+ * falls back to THREADS; THREADS attaches each thread. */
+enum { KF_SCOPE_AUTO = 0, KF_SCOPE_THREADS = 1, KF_SCOPE_CPUS = 2 };
+
+/* The tid of a CPU-wide event's owner: every sample names its own thread. */
+#define KF_OWNER_ANY 0
+
 typedef struct kf_sampler_opts {
   uint32_t hz;          /* samples per second of thread CPU time */
   kf_event_t event;
@@ -53,6 +64,7 @@ typedef struct kf_sampler_opts {
    * most (perf's frequency mode; each sample then stands for the switches
    * of its period). 0: every switch. */
   uint32_t max_switch_rate;
+  uint32_t scope;       /* KF_SCOPE_AUTO or KF_SCOPE_THREADS */
 } kf_sampler_opts_t;
 
 /* The user registers a sample carries when stack_bytes is set, in this
@@ -65,7 +77,10 @@ typedef struct kf_sampler_info {
   int inherit_thread;    /* 0: kernel < 5.13, children of fork() inherit too */
   uint32_t ring_pages;   /* what the locked-memory budget allowed */
   uint32_t ring_pages_asked; /* opts' or the default */
-  uint32_t threads;      /* threads attached directly */
+  uint32_t scope;        /* KF_SCOPE_THREADS or KF_SCOPE_CPUS */
+  int scope_errno;       /* AUTO: why CPU-wide events were not used (0:
+                            not tried, or in use) */
+  uint32_t threads;      /* threads attached directly (0 CPU-wide) */
   uint32_t cpus;
   uint32_t max_stack;    /* kernel.perf_event_max_stack */
   uint32_t stack_bytes;  /* user stack bytes copied per sample; 0: none */

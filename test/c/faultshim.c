@@ -5,6 +5,9 @@
  *
  *   KFLAME_FAULT_PERF=EACCES|EPERM|ENOSYS|EMFILE  perf_event_open fails so
  *   KFLAME_FAULT_PERF_AFTER=N                     ... after N successful opens
+ *   KFLAME_FAULT_PERF_CPU_WIDE=EACCES|...  perf_event_open of an event on
+ *                                every process of a CPU (pid -1) fails so
+ *   KFLAME_FAULT_BPF=EPERM|EINVAL  bpf() fails so
  *   KFLAME_FAULT_MLOCK_PAGES=N   mmap of a perf ring larger than 1+N pages
  *                                fails with EPERM (0: every ring fails)
  *   KFLAME_FAULT_MLOCK_BUDGET=N  perf rings share a budget of N pages, as
@@ -37,6 +40,7 @@ static int fault_errno(const char *name) {
   if (!strcmp(name, "EPERM")) return EPERM;
   if (!strcmp(name, "ENOSYS")) return ENOSYS;
   if (!strcmp(name, "EMFILE")) return EMFILE;
+  if (!strcmp(name, "EINVAL")) return EINVAL;
   return 0;
 }
 
@@ -46,6 +50,14 @@ long syscall(long nr, ...) {
   long a[6];
   for (int i = 0; i < 6; i++) a[i] = va_arg(ap, long);
   va_end(ap);
+  int refuse = nr == SYS_bpf ? fault_errno(getenv("KFLAME_FAULT_BPF"))
+             : nr == SYS_perf_event_open && (int)a[1] == -1 /* an int, passed as one */
+                 ? fault_errno(getenv("KFLAME_FAULT_PERF_CPU_WIDE"))
+                 : 0;
+  if (refuse) {
+    errno = refuse;
+    return -1;
+  }
   if (nr == SYS_perf_event_open) {
     int e = fault_errno(getenv("KFLAME_FAULT_PERF"));
     const char *after = getenv("KFLAME_FAULT_PERF_AFTER");
