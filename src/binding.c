@@ -1222,7 +1222,8 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
     napi_throw_error(env, "KFLAME_ERR_NAPI", "out of memory loading kflame");
     return NULL;
   }
+  /* KFLAME_JIT=lazy: the first start() arms; off: never (lib/session.js). */
   const char *mode = getenv("KFLAME_JIT");
-  if (!mode || strcmp(mode, "lazy") != 0) arm(hook);
+  if (!mode || (strcmp(mode, "lazy") != 0 && strcmp(mode, "off") != 0)) arm(hook);
   return exports;
 }

@@ -7,6 +7,7 @@ const t = require('tap')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
+const { spawnSync } = require('node:child_process')
 const { Worker } = require('node:worker_threads')
 const kflame = require('..')
 const { parseFolded, total, runFixture, spin } = require('./helpers')
@@ -138,6 +139,31 @@ t.test('worker threads that load kflame get their JS frames named', async (t) =>
   const worker = stacks.filter((s) => /^worker-thread-\d+$/.test(s.frames[0]))
   t.ok(total(worker, has(/^workerHot \[worker eval\]:\d+:\d+_\[j\]$/)) > 50,
     `worker JS frames named (${total(worker, has(/^workerHot /))} of ${total(worker)})`)
+})
+
+// Whether V8's hook feeds this isolate's code map: { load, started } after
+// the addon loads and after a start().
+const ARMED_PROBE = `
+const binding = require('./lib/binding')
+const kflame = require('.')
+const load = binding.jitArmed()
+kflame.start({ hz: 99 })
+kflame.stop()
+console.log(JSON.stringify({ load, started: binding.jitArmed() }))
+`
+
+t.test('KFLAME_JIT arms V8\'s code-event hook at load, at the first start() (lazy) or never (off)', async (t) => {
+  const armed = (mode) => {
+    const env = { ...process.env }
+    if (mode) env.KFLAME_JIT = mode
+    else delete env.KFLAME_JIT
+    const r = spawnSync(process.execPath, ['-e', ARMED_PROBE], { cwd: path.join(__dirname, '..'), env, encoding: 'utf8' })
+    if (r.status !== 0) throw new Error(r.stderr)
+    return JSON.parse(r.stdout)
+  }
+  t.same(armed(undefined), { load: true, started: true }, 'default: armed at load')
+  t.same(armed('lazy'), { load: false, started: true }, 'lazy: armed by the first start()')
+  t.same(armed('off'), { load: false, started: false }, 'off: never armed, so compiling code costs nothing of kflame\'s')
 })
 
 t.test('lazy arming: KFLAME_JIT=lazy arms at the first start()', async (t) => {
