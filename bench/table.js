@@ -149,6 +149,15 @@ const BENCHES = [
     tables: (r) => require('./jit').readmeTables(r)
   },
   {
+    file: 'hookcost.json',
+    title: 'What V8\'s side of JS names costs an app that compiles, while no profile runs',
+    script: 'bench/hookcost.js',
+    about: (r) => `${r.rounds} rounds, one fresh process per variant and workload each, in a seeded random order; the timed part ` +
+      'after kflame has loaded (and, for the profiled row, after a first 0 s profile); extra = per-round ratio against the ' +
+      "round's process without kflame: median and bootstrap 95% interval",
+    tables: (r) => require('./hookcost').readmeTables(r)
+  },
+  {
     file: 'render.json',
     title: 'Flame graph rendering against flamegraph.pl',
     script: 'bench/render.js',

@@ -65,6 +65,7 @@ function writePerfMap (path = defaultPerfMapPath()) {
   if (session.jitMode === 'off') {
     throw kflameError(Error, 'KFLAME_ERR_JIT_OFF', 'writePerfMap(): the JIT hook is off (KFLAME_JIT=off); unset KFLAME_JIT')
   }
+  session.bringJitUp()
   return { path, lines: binding.writePerfMap(path) }
 }
 

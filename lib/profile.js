@@ -334,6 +334,7 @@ function makeStats (raw, labels = null, workers = null) {
       // kernel or preempted).
       startMs: {
         total: raw.startMs,
+        jit: raw.startJitMs,
         sampler: raw.startSamplerMs,
         collector: raw.startCollectorMs,
         offCpu: raw.startOffCpuMs

@@ -12,21 +12,43 @@
 // it: stop(id) ends that profile only, so a profile the application stopped
 // and started again is never taken for the one it kept.
 
-// Interpreted functions get a trampoline of their own, so their frames can
-// be named; it applies to functions compiled from now on. Set before the
-// binding loads, which arms V8's code-event hook (unless KFLAME_JIT=lazy:
-// then the first start() arms it; KFLAME_JIT=off leaves V8 alone).
-const jitMode = process.env.KFLAME_JIT || 'load'
-if (jitMode !== 'off') require('node:v8').setFlagsFromString('--interpreted-frames-native-stack')
+// V8's side of JS names: its code-event hook, which feeds the code map, and
+// --interpreted-frames-native-stack, which gives each interpreted function
+// compiled afterwards a trampoline of its own so its frames can be named.
+// Both cost an app that compiles (V8 builds source positions and names for
+// every piece of code it makes: +9% on loading typescript, bench/hookcost.js),
+// so by default (KFLAME_JIT=lazy) they wait for the first start() (or
+// writePerfMap()) on an isolate, which then pays for V8 reporting the code
+// that exists; they stay on after it, so later starts are quick.
+// KFLAME_JIT=load: from load, before the binding arms the hook; off: never.
+const jitMode = ['load', 'off'].includes(process.env.KFLAME_JIT) ? process.env.KFLAME_JIT : 'lazy'
+const setNativeStackFlag = () => require('node:v8').setFlagsFromString('--interpreted-frames-native-stack')
+if (jitMode === 'load') setNativeStackFlag()
 
 const binding = require('./binding')
 const { checkStartOptions, MODES, PERF_SCOPES, WHATS } = require('./options')
 const { Profile, makeStats } = require('./profile')
 const workers = require('./workers')
 
-// Workers that never load kflame get their code-event hook through the
-// inspector (lib/workers.js), from load like this isolate's own.
-if (jitMode === 'load') workers.armWorkers()
+// The flag for the whole process and the hook of this isolate's workers
+// that never load kflame (through the inspector, lib/workers.js), at the
+// first start() or writePerfMap(); the binding arms this isolate's own hook
+// there (and times it for stats.details.startMs.jit).
+let jitUp = false
+function bringJitUp () {
+  if (jitUp || jitMode === 'off') return
+  jitUp = true
+  if (jitMode === 'lazy') setNativeStackFlag()
+  workers.armWorkers()
+}
+
+// All of it now, for what will start profiles later (the HTTP endpoints):
+// code V8 optimizes from now on is reported with its inlining.
+function armJit () {
+  bringJitUp()
+  if (jitMode !== 'off') binding.arm()
+}
+if (jitMode === 'load') bringJitUp()
 
 // Who starts a profile, as C keeps it for status(): lib/http's endpoints
 // tell theirs apart from the application's.
@@ -39,7 +61,7 @@ const OWNERS = ['application', 'http', 'http-profile', 'continuous', 'register']
  */
 function start (options, { owner = 'application', checked = false } = {}) {
   const o = checked ? options : checkStartOptions(options)
-  if (jitMode === 'lazy' && o.jit) workers.armWorkers()
+  if (o.jit) bringJitUp()
   return binding.start({
     hz: o.hz,
     mode: MODES.indexOf(o.mode), // kf_mode_t
@@ -146,4 +168,4 @@ function owns (id) {
   return s !== null && s.id === id
 }
 
-module.exports = { start, stop, stopAsync, cut, takeWindow, running, status, owns, jitMode, OWNERS }
+module.exports = { start, stop, stopAsync, cut, takeWindow, running, status, owns, jitMode, bringJitUp, armJit, OWNERS }

@@ -19,6 +19,7 @@
 #include "collect/labels.h"
 #include "jit/perfmap.h"
 #include "sample/perfwarm.h"
+#include "util/clock.h"
 #include "profiler.h"
 #include "util/readfile.h"
 #include "util/safefile.h"
@@ -65,7 +66,7 @@ static isolate_hook_t *hook_of(napi_env env) {
   return napi_get_instance_data(env, &data) == napi_ok ? data : NULL;
 }
 
-/* Arms the calling isolate when KFLAME_JIT=lazy left it unarmed. */
+/* Arms the calling isolate when it was not armed at load (KFLAME_JIT). */
 static void arm_env(napi_env env) {
   isolate_hook_t *hook = hook_of(env);
   if (hook) arm(hook);
@@ -216,9 +217,11 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
   so->event = task_clock ? KF_EVENT_TASK_CLOCK : KF_EVENT_CPU_CLOCK;
   opts.mode = (kf_mode_t)mode;
   if (jit) {
-    /* Armed at load unless KFLAME_JIT=lazy: then the first start() on this
-     * isolate pays for reporting the code that exists. */
+    /* Unless KFLAME_JIT=load armed it at load, the first start() on this
+     * isolate pays for V8 reporting the code that exists. */
+    uint64_t armed_at = kf_now_ns();
     arm_env(env);
+    opts.jit_arm_ns = kf_now_ns() - armed_at;
     opts.codemap = kf_jithook_map();
     opts.v8layout = kf_v8layout_for(kf_jit_shim_v8_version());
     opts.funcpos = kf_jithook_funcpos();
@@ -360,6 +363,7 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
   CHECK(env, set_num(env, o, "startMs", (double)st->start.total_ns / 1e6));
   CHECK(env, set_num(env, o, "startSamplerMs", (double)st->start.sampler_ns / 1e6));
   CHECK(env, set_num(env, o, "startCollectorMs", (double)st->start.collector_ns / 1e6));
+  CHECK(env, set_num(env, o, "startJitMs", (double)st->start.jit_ns / 1e6));
   CHECK(env, set_num(env, o, "startOffCpuMs", (double)st->start.off_cpu_ns / 1e6));
   CHECK(env, set_num(env, o, "stopDrainMs", (double)st->stop_drain_ns / 1e6));
   CHECK(env, set_num(env, o, "stopNameMs", (double)st->stop_name_ns / 1e6));
@@ -1222,8 +1226,9 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
     napi_throw_error(env, "KFLAME_ERR_NAPI", "out of memory loading kflame");
     return NULL;
   }
-  /* KFLAME_JIT=lazy: the first start() arms; off: never (lib/session.js). */
+  /* KFLAME_JIT=load arms at load; by default the first start() or
+   * writePerfMap() on the isolate does; off: never (lib/session.js). */
   const char *mode = getenv("KFLAME_JIT");
-  if (!mode || (strcmp(mode, "lazy") != 0 && strcmp(mode, "off") != 0)) arm(hook);
+  if (mode && strcmp(mode, "load") == 0) arm(hook);
   return exports;
 }

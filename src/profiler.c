@@ -245,8 +245,9 @@ int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
   }
   uint64_t t3 = kf_now_ns(), cpu = thread_cpu_ns() - cpu0;
   ph->collector_ns = t3 - t2;
-  ph->total_ns = t3 - t0;
-  ph->off_cpu_ns = ph->total_ns > cpu ? ph->total_ns - cpu : 0;
+  ph->off_cpu_ns = t3 - t0 > cpu ? t3 - t0 - cpu : 0;
+  ph->jit_ns = opts->jit_arm_ns;
+  ph->total_ns = t3 - t0 + ph->jit_ns;
   p->session = s;
   return 0;
 }

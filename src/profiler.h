@@ -47,15 +47,20 @@ typedef struct kf_profile_opts {
   uint64_t timeline_max; /* samples the timeline keeps (timeline.h) */
   int source_maps;       /* JS frames to be mapped at stop (lib/): kept in
                             the stats for whichever isolate stops */
+  uint64_t jit_arm_ns;   /* the binding's arming of the calling isolate
+                            just before (kf_start_phases_t) */
 } kf_profile_opts_t;
 
-/* What kf_profiler_start() took, ns of CLOCK_MONOTONIC: in all, opening
+/* What start() took, ns of CLOCK_MONOTONIC: in all, arming V8's hook on
+ * the calling isolate before kf_profiler_start() (opts->jit_arm_ns: V8
+ * reporting the code that exists, at the isolate's first start), opening
  * the sampler (perf_event_open and the rings for every thread, or the
  * timers), starting the collector (reading /proc/self/maps, its thread);
- * and how much of the whole the calling thread spent off its CPU (asleep in the
- * kernel or preempted: wall time less CLOCK_THREAD_CPUTIME_ID time). */
+ * and how much of kf_profiler_start() the calling thread spent off its CPU
+ * (asleep in the kernel or preempted: wall time less CLOCK_THREAD_CPUTIME_ID
+ * time). */
 typedef struct kf_start_phases {
-  uint64_t total_ns, sampler_ns, collector_ns, off_cpu_ns;
+  uint64_t total_ns, jit_ns, sampler_ns, collector_ns, off_cpu_ns;
 } kf_start_phases_t;
 
 typedef struct kf_profile_stats {

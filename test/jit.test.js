@@ -152,7 +152,7 @@ kflame.stop()
 console.log(JSON.stringify({ load, started: binding.jitArmed() }))
 `
 
-t.test('KFLAME_JIT arms V8\'s code-event hook at load, at the first start() (lazy) or never (off)', async (t) => {
+t.test('KFLAME_JIT arms V8\'s code-event hook at the first start() (lazy, the default), at load, or never (off)', async (t) => {
   const armed = (mode) => {
     const env = { ...process.env }
     if (mode) env.KFLAME_JIT = mode
@@ -161,9 +161,15 @@ t.test('KFLAME_JIT arms V8\'s code-event hook at load, at the first start() (laz
     if (r.status !== 0) throw new Error(r.stderr)
     return JSON.parse(r.stdout)
   }
-  t.same(armed(undefined), { load: true, started: true }, 'default: armed at load')
-  t.same(armed('lazy'), { load: false, started: true }, 'lazy: armed by the first start()')
+  t.same(armed(undefined), { load: false, started: true }, 'default: armed by the first start()')
+  t.same(armed('lazy'), { load: false, started: true }, 'lazy: the same')
+  t.same(armed('load'), { load: true, started: true }, 'load: armed at load')
   t.same(armed('off'), { load: false, started: false }, 'off: never armed, so compiling code costs nothing of kflame\'s')
+  const mount = spawnSync(process.execPath, ['-e', `
+    const binding = require('./lib/binding')
+    require('.').http()
+    console.log(JSON.stringify({ mounted: binding.jitArmed() }))`], { cwd: path.join(__dirname, '..'), encoding: 'utf8' })
+  t.same(JSON.parse(mount.stdout), { mounted: true }, 'default: armed when the HTTP endpoints are set up, before any /start')
 })
 
 t.test('lazy arming: KFLAME_JIT=lazy arms at the first start()', async (t) => {
