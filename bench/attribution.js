@@ -31,8 +31,8 @@
 // Separate processes (the hook cannot be removed from a process): pairs of
 // fresh children, in alternating order, each running the workload for
 // ~1.5 s with functions compiled afresh every 150 ms: plain node, against
-// node with kflame loaded (the code-event hook armed and
-// --interpreted-frames-native-stack set) and never started.
+// node with kflame loaded and never started (by default nothing of V8's is
+// armed until the first start(); bench/hookcost.js measures it armed).
 
 const fs = require('node:fs')
 const path = require('node:path')
@@ -171,7 +171,7 @@ function rows (runs, kinds, hookPairs, seed) {
   }
   if (hookPairs.length) {
     const ratios = hookPairs.map((p) => (p.with.cpuMs / p.with.units) / (p.without.cpuMs / p.without.units) - 1)
-    out.hook = { what: 'kflame loaded, never started (hook armed, --interpreted-frames-native-stack) against plain node; separate processes', cpu: summarize(ratios, seed + 9), pairs: hookPairs.length }
+    out.hook = { what: 'kflame loaded, never started (nothing armed: KFLAME_JIT lazy) against plain node; separate processes', cpu: summarize(ratios, seed + 9), pairs: hookPairs.length }
   }
   return out
 }
@@ -197,7 +197,7 @@ function readmeTables (r) {
     `| collector thread (its own CPU) | - | ${num(c16.usPerSample)} µs per sample (${num(c0.usPerSample)} without the copy) | ${pct(c16.shareOfMainCpu, 2)} of the main thread's CPU; ${num(c16.wakeupsPerSec, 0)} wake-ups/s for ${num(c16.samplesPerSec, 0)} samples/s |`,
     `| contention: JS thread preempted | - | - | ${num(a.contention.none, 1)}/s unprofiled, ${num(a.contention['sb-16384'], 1)}/s kflame, ${num(a.contention.perf, 1)}/s perf |`,
     `| code map lock: code events that waited | - | - | ${c16.lockWaits + c0.lockWaits} waits, ${num(c16.lockWaitMs + c0.lockWaitMs, 3)} ms in ${c16.windows + c0.windows} windows |`,
-    `| hook + --interpreted-frames-native-stack, never started (separate processes) | ${a.hook ? ci(a.hook.cpu) : '-'} | - | compile-heavy: fresh functions every 150 ms |`,
+    `| kflame loaded, never started: nothing of V8's armed (separate processes; armed: bench/hookcost.js) | ${a.hook ? ci(a.hook.cpu) : '-'} | - | compile-heavy: fresh functions every 150 ms |`,
     `| **kflame, default** (stackBytes 16384 vs unprofiled) | ${ci(a.kflame.cpu)} | - | wall ${ci(a.kflame.wall)} |`
   ]
   if (a.perf) {

@@ -24,7 +24,8 @@
 // the thread pool, so the pool's threads switch as a real server's do.
 //
 //   npm install --prefix /tmp/kfhttp autocannon      # not a dependency of kflame
-//   node bench/offcpu.js --autocannon /tmp/kfhttp [--rounds N] [--json bench/results/offcpu.json]
+//   node bench/offcpu.js --autocannon /tmp/kfhttp [--rounds N] [--window-ms MS]
+//        [--kinds none,cpu-99,...] [--json bench/results/offcpu.json]
 
 const { fork, spawn } = require('node:child_process')
 const fs = require('node:fs')
@@ -48,10 +49,10 @@ const KINDS = [
   // CPU, as kflame's), its events switched on around its windows.
   { kind: 'perf-99', perf: true }
 ]
-const WINDOW_MS = 1000
+const WINDOW_MS = 1000 // --window-ms
 const CONNECTIONS = 10
 
-function child () {
+function child (windowMs) {
   const kflame = require('..')
   const http = require('node:http')
   let served = 0
@@ -83,7 +84,7 @@ function child () {
         switches = p.stats.details.switchSamples
       }
       process.send({ kind: k.kind, requests, cpuMs: (cpu.user + cpu.system) / 1000, wallMs, switches })
-    }, WINDOW_MS)
+    }, windowMs)
   })
 }
 
@@ -118,8 +119,10 @@ function quantile (values, q) {
 
 async function main () {
   const args = process.argv.slice(2)
-  if (args[0] === '--child') { child(); return }
+  if (args[0] === '--child') { child(Number(args[1])); return }
   const rounds = Number(args[args.indexOf('--rounds') + 1]) || 20
+  const windowMs = args.includes('--window-ms') ? Number(args[args.indexOf('--window-ms') + 1]) : WINDOW_MS
+  const only = args.includes('--kinds') ? args[args.indexOf('--kinds') + 1].split(',') : null
   const jsonOut = args.includes('--json') ? args[args.indexOf('--json') + 1] : null
   const dir = args.includes('--autocannon') ? args[args.indexOf('--autocannon') + 1] : process.env.AUTOCANNON_DIR
   const bin = dir && path.join(dir, 'node_modules', '.bin', 'autocannon')
@@ -128,9 +131,9 @@ async function main () {
     return
   }
   const machine = machineNotes()
-  const server = fork(__filename, ['--child'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const server = fork(__filename, ['--child', String(windowMs)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const { port } = await new Promise((resolve) => server.once('message', resolve))
-  const seconds = Math.ceil(rounds * KINDS.length * (WINDOW_MS + 300) / 1000) + 10 // perf's row included
+  const seconds = Math.ceil(rounds * KINDS.length * (windowMs + 300) / 1000) + 10 // perf's row included
   const loader = spawn(bin, ['-c', String(CONNECTIONS), '-d', String(seconds), `http://127.0.0.1:${port}/items?n=16&q=red`],
     { stdio: 'ignore' })
   await new Promise((resolve) => setTimeout(resolve, 3000)) // warm-up
@@ -139,7 +142,7 @@ async function main () {
   // context switch of the other windows too. Its start-up (reading the
   // process's maps) is before its events are switched on.
   const hasPerf = perfCheck().ok
-  const kinds = KINDS.filter((k) => !k.perf || hasPerf)
+  const kinds = KINDS.filter((k) => (!k.perf || hasPerf) && (!only || only.includes(k.kind) || k.kind === 'none'))
   const window = async (kind) => {
     const perf = KINDS.find((k) => k.kind === kind).perf ? startPerf({ pid: server.pid, hz: 99 }) : null
     if (perf) perf.enable()
@@ -189,7 +192,7 @@ async function main () {
     }
   })
   if (!hasPerf) console.log(`offcpu: no perf row: ${perfCheck().why}`)
-  console.log(`offcpu: ${rounds} rounds × ${kinds.length} alternating ${WINDOW_MS} ms windows in one server process, ` +
+  console.log(`offcpu: ${rounds} rounds × ${kinds.length} alternating ${windowMs} ms windows in one server process, ` +
     `${CONNECTIONS} connections (autocannon); ${machineLine(machine)}`)
   console.log('| kind | req/s | server CPU µs/req | switch stacks/s | probe p99 ms | extra CPU/req (median, 95% CI) | throughput | probe p99 |')
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- |')
@@ -198,7 +201,7 @@ async function main () {
       `${r.p99Ms.toFixed(2)} | ${ci(r.extraCpuPerReq)} | ${ci(r.throughputChange)} | ${ci(r.p99Change)} |` +
       `${r.perfOwnCpuUsPerReq !== null ? ` (perf's own process: ${r.perfOwnCpuUsPerReq.toFixed(1)} µs/req)` : ''}`)
   }
-  if (jsonOut) writeResults(jsonOut, machine, { rounds, windowMs: WINDOW_MS, connections: CONNECTIONS, rows, runs })
+  if (jsonOut) writeResults(jsonOut, machine, { rounds, windowMs, connections: CONNECTIONS, rows, runs })
 }
 
 

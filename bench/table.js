@@ -111,6 +111,14 @@ const BENCHES = [
     tables: (r) => require('./offcpu').readmeTables(r)
   },
   {
+    file: 'offcpu-latency.json',
+    title: 'An HTTP server under load: throughput and latency, longer windows',
+    script: 'bench/offcpu.js --kinds none,cpu-99,cpu-99-threads,timer-99 --window-ms 2000 --rounds 30',
+    about: (r) => `as above, ${r.rounds} rounds of ${r.windowMs / 1000} s windows, CPU sampling only, so that each window's ` +
+      'probe p99 rests on about 2,400 round trips',
+    tables: (r) => require('./offcpu').readmeTables(r)
+  },
+  {
     file: 'stop.json',
     title: 'What `/stop` holds the event loop for',
     script: 'bench/stop.js',

@@ -83,4 +83,21 @@ function spin (ms, work) {
   while (performance.now() < end) work()
 }
 
-module.exports = { parseFolded, total, rootSummary, kernelAllowed, paranoid, runWithFaults, runFixture, SHIM, openFds, threadCount, spin }
+// The checks of the threads workload (fixtures/threads-workload.js): the
+// main thread's `hot` function named in more than `share` of its samples,
+// pbkdf2 under the pool's roots, the worker started mid-profile named.
+function checkEveryThread (t, stacks, hot, share) {
+  const summary = rootSummary(stacks)
+  const main = stacks.filter((s) => s.frames[0] === 'main')
+  const named = total(main, (s) => s.frames.some((f) => f.startsWith(`${hot} `)))
+  t.ok(named > total(main) * share, `main thread: the app's JS function named (${named} of ${total(main)})`)
+  const pool = stacks.filter((s) => /^libuv-worker-\d+$/.test(s.frames[0]))
+  const crypto = total(pool, (s) => s.frames.some((f) => /PBKDF2|sha512|SHA512/.test(f)))
+  t.ok(crypto > 20, `crypto.pbkdf2 under libuv-worker roots: ${crypto} (by root: ${summary})`)
+  const worker = stacks.filter((s) => /^worker-thread-\d+$/.test(s.frames[0]))
+  const workerHot = total(worker, (s) => s.frames.some((f) => f.startsWith('workerHot ')))
+  t.ok(workerHot > 30, `the worker started mid-profile is sampled, its JS named: ${workerHot} (by root: ${summary})`)
+  return main
+}
+
+module.exports = { checkEveryThread, parseFolded, total, rootSummary, kernelAllowed, paranoid, runWithFaults, runFixture, SHIM, openFds, threadCount, spin }

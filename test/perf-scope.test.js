@@ -8,7 +8,7 @@ const t = require('tap')
 const fs = require('node:fs')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
-const { parseFolded, total, rootSummary, kernelAllowed, SHIM } = require('./helpers')
+const { parseFolded, total, checkEveryThread, kernelAllowed, SHIM } = require('./helpers')
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'perf-scope.js')
 const root = process.getuid() === 0
@@ -23,19 +23,10 @@ function run (scope, env = {}) {
 }
 
 function checkProfile (t, { stats, stacks, folded, fds }) {
-  const summary = rootSummary(stacks)
   t.equal(stats.mode, 'perf')
   t.equal(stats.lost, 0, 'nothing lost')
   t.equal(fds, 0, 'five start/stop cycles leave no fd open')
-  const main = stacks.filter((s) => s.frames[0] === 'main')
-  const hot = total(main, (s) => s.frames.some((f) => f.startsWith('scopeHot ')))
-  t.ok(hot > total(main) * 0.3, `main thread: the app's JS function named (${hot} of ${total(main)})`)
-  const pool = stacks.filter((s) => /^libuv-worker-\d+$/.test(s.frames[0]))
-  const crypto = total(pool, (s) => s.frames.some((f) => /PBKDF2|sha512|SHA512/.test(f)))
-  t.ok(crypto > 20, `crypto.pbkdf2 under libuv-worker roots: ${crypto} (by root: ${summary})`)
-  const worker = stacks.filter((s) => /^worker-thread-\d+$/.test(s.frames[0]))
-  const workerHot = total(worker, (s) => s.frames.some((f) => f.startsWith('workerHot ')))
-  t.ok(workerHot > 30, `the worker started mid-profile is sampled, its JS named: ${workerHot} (by root: ${summary})`)
+  const main = checkEveryThread(t, stacks, 'scopeHot', 0.3)
   t.notOk(folded.includes('forkedChildHot'), 'the fork()ed child, spinning meanwhile, is not in the profile')
   t.equal(stats.details.foreign, 0, 'no other process\'s sample reached the collector')
   if (stats.kernel) {
