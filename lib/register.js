@@ -321,8 +321,8 @@ function install ({ env = process.env } = {}) {
 
   let id
   try {
-    // The whole API loads, as the app's own require would: it arms V8's
-    // code-event hook and workers'.
+    // The whole API loads, as the app's own require would; the start arms
+    // V8's code-event hook and workers'.
     require('./index')
     id = require('./session').start({ hz: config.hz, mode: config.mode, perfScope: config.perfScope, what: config.what }, { owner: 'register' })
   } catch (err) {

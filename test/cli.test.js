@@ -138,6 +138,7 @@ t.test('resolve against a perf map written by kflame.writePerfMap', async (t) =>
   const mapFile = path.join(dir, 'app.map')
   const script = `
     const kflame = require(${JSON.stringify(REPO)})
+    kflame.writePerfMap(${JSON.stringify(mapFile)}) // arms V8's hook: code compiled from now on has lines
     function kflameMappedFunction (n) { let x = 0; for (let i = 0; i < n; i++) x += i % 7; return x }
     for (let i = 0; i < 200; i++) kflameMappedFunction(1e4)
     kflame.writePerfMap(${JSON.stringify(mapFile)})`
