@@ -193,7 +193,7 @@ void kf_codemap_free(kf_codemap_t *m) {
 static void bury(kf_codemap_t *m, code_t *e, uint64_t when) {
   tdelete(e, &m->live, by_range);
   m->stats.live--;
-  m->stats.generation++;
+  __atomic_add_fetch(&m->stats.generation, 1, __ATOMIC_RELEASE);
   e->died = when;
   if (m->keep_dead && when > e->born &&
       kf_grow((void **)&m->dead, &m->dead_cap, m->ndead + 1, sizeof(*m->dead),
@@ -234,7 +234,7 @@ static int insert(kf_codemap_t *m, code_t *e) {
   }
   m->stats.live++;
   m->stats.bytes += code_bytes(e);
-  m->stats.generation++;
+  __atomic_add_fetch(&m->stats.generation, 1, __ATOMIC_RELEASE);
   return 0;
 }
 
@@ -276,6 +276,8 @@ int kf_codemap_attach_lines(kf_codemap_t *m, uint64_t start, uint32_t script,
     if (lines) kf_lines_retain(lines);
     kf_lines_release(e->lines);
     e->lines = lines;
+    /* Lookups there now give positions: answers cached before are stale. */
+    __atomic_add_fetch(&m->stats.generation, 1, __ATOMIC_RELEASE);
     rc = 0;
   }
   pthread_mutex_unlock(&m->lock);
@@ -351,37 +353,61 @@ static int copy_name(const code_t *e, uint64_t addr, char *buf, size_t cap,
   return (int)n;
 }
 
-static int holds(const code_t *d, uint64_t addr, uint64_t t) {
-  return d->start <= addr && addr < d->end && d->born <= t && t < d->died;
+static int covers(const code_t *d, uint64_t addr) {
+  return d->start <= addr && addr < d->end;
 }
 
-/* Dead code that held addr at time t: at one address, dead entries'
- * lifetimes do not overlap, so the first match is the one. */
-static const code_t *dead_at(const kf_codemap_t *m, uint64_t addr,
-                             uint64_t t) {
+static int holds(const code_t *d, uint64_t addr, uint64_t t) {
+  return covers(d, addr) && d->born <= t && t < d->died;
+}
+
+/* Dead code that held addr at time t, or at any time when `any_time`: at
+ * one address, dead entries' lifetimes do not overlap, so the first match
+ * is the one. */
+static const code_t *dead_find(const kf_codemap_t *m, uint64_t addr,
+                               uint64_t t, int any_time) {
   if (m->nlinks) {
     uint64_t page = addr >> PAGE_SHIFT;
     for (const page_link_t *l = m->pages[bucket(m, page)]; l; l = l->next)
-      if (l->page == page && holds(l->code, addr, t)) return l->code;
+      if (l->page == page && (any_time ? covers(l->code, addr) : holds(l->code, addr, t)))
+        return l->code;
   }
   for (size_t i = m->ndead; m->nhuge && i-- > 0;)
-    if (is_huge(m->dead[i]) && holds(m->dead[i], addr, t)) return m->dead[i];
+    if (is_huge(m->dead[i]) &&
+        (any_time ? covers(m->dead[i], addr) : holds(m->dead[i], addr, t)))
+      return m->dead[i];
   return NULL;
+}
+
+static const code_t *dead_at(const kf_codemap_t *m, uint64_t addr, uint64_t t) {
+  return dead_find(m, addr, t, 0);
 }
 
 int kf_codemap_lookup(kf_codemap_t *m, uint64_t addr, uint64_t t, char *buf,
                       size_t cap, kf_code_info_t *info) {
   int rc = -1;
   pthread_mutex_lock(&m->lock);
+  uint64_t generation = m->stats.generation;
+  uint64_t stable_since = UINT64_MAX;
   code_t *e = live_at(m, addr);
   if (e && e->born <= t) {
     rc = copy_name(e, addr, buf, cap, info);
+    /* Later times find the same live entry until the live set changes. */
+    stable_since = e->born;
   } else {
     const code_t *d = dead_at(m, addr, t);
     if (d) rc = copy_name(d, addr, buf, cap, info);
+    /* Nothing there at any time: nothing there later either. */
+    else if (!e && !dead_find(m, addr, 0, 1)) stable_since = 0;
   }
   pthread_mutex_unlock(&m->lock);
+  info->generation = generation;
+  info->stable_since = stable_since;
   return rc;
+}
+
+uint64_t kf_codemap_generation(kf_codemap_t *m) {
+  return __atomic_load_n(&m->stats.generation, __ATOMIC_ACQUIRE);
 }
 
 int kf_codemap_positions(kf_codemap_t *m, uint64_t addr, uint64_t t,

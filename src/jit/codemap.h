@@ -31,7 +31,9 @@ typedef struct kf_codemap_stats {
   uint64_t live, dead;      /* entries now */
   uint64_t bytes;           /* memory held by entries */
   uint64_t added, moved, evicted, retired; /* since creation */
-  uint64_t generation;      /* changes whenever the live set does */
+  uint64_t generation;      /* changes whenever the live set or an entry's
+                               line table does: whenever a lookup's
+                               answer may */
   /* Code events (add, lines, move: the JS threads' side) that found the
    * lock held, and the ns they waited for it: what a sample's lookups cost
    * the app. */
@@ -63,6 +65,12 @@ typedef struct kf_code_info {
   /* Source offsets at the address looked up, from the code's line table
    * (kf_lines_at: before, at, after); -1 where there is none. */
   int64_t positions[3];
+  /* Set by every lookup, found or not: the answer holds for any later
+   * lookup at this address at a time >= stable_since while the map's
+   * generation is still `generation` (kf_codemap_generation); UINT64_MAX
+   * when it holds for this time only (dead code, or live code born after
+   * it). For caches of lookups (jitframes.c). */
+  uint64_t generation, stable_since;
 } kf_code_info_t;
 
 kf_codemap_t *kf_codemap_new(void);
@@ -84,6 +92,9 @@ int kf_codemap_add(kf_codemap_t *m, uint64_t start, uint64_t len,
 int kf_codemap_attach_lines(kf_codemap_t *m, uint64_t start, uint32_t script,
                             kf_lines_t *lines);
 
+/* stats.generation, read without the lock. Any thread. */
+uint64_t kf_codemap_generation(kf_codemap_t *m);
+
 /* The code starting at `from` moved to `to` at time `when` (GC).
  * Unknown code is ignored. Returns 0 or -ENOMEM. Any thread. */
 int kf_codemap_move(kf_codemap_t *m, uint64_t from, uint64_t to,
@@ -94,7 +105,8 @@ void kf_codemap_drop_owner(kf_codemap_t *m, uintptr_t owner, uint64_t when);
 
 /* The name of the code at `addr` at time `t`, copied into buf
  * (NUL-terminated, truncated to cap - 1). Returns the name's length and
- * fills *info, or returns -1 when no code known to kflame was there. */
+ * fills *info, or returns -1 when no code known to kflame was there (then
+ * only info->generation and stable_since are set). */
 int kf_codemap_lookup(kf_codemap_t *m, uint64_t addr, uint64_t t, char *buf,
                       size_t cap, kf_code_info_t *info);
 

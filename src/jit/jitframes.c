@@ -13,6 +13,21 @@
 #define NAME_BYTES 1024
 #define MAX_ALIASES 8
 
+/* What a return address resolved to, kept while the code map's answer
+ * there holds (kf_code_info_t's generation and stable_since): most frames
+ * of a sample are the same addresses as the last sample's, and each
+ * lookup otherwise takes the map's lock, walks its tree and hashes a name.
+ * Direct-mapped by address. */
+#define CACHE_SLOTS 2048
+typedef struct cached_frame {
+  uint64_t addr; /* 0: empty */
+  uint64_t generation, stable_since;
+  uint64_t token; /* 0: no code known there */
+  kf_code_info_t info;
+  int ninlined;
+  uint64_t inlined[KF_JITFRAMES_MAX_INLINED];
+} cached_frame_t;
+
 typedef struct jit_name {
   char *merged; /* "foo a.js:1:2_[j]", or _[i] when inlined */
   char *tiered; /* "~foo a.js:1:2_[j]" */
@@ -33,6 +48,7 @@ struct kf_jitframes {
   size_t nnames, names_cap;
   uint32_t *slots; /* open addressing: name index + 1, 0 when empty */
   size_t nslots;
+  cached_frame_t *cache; /* CACHE_SLOTS, or NULL: every frame looked up */
 };
 
 /* FNV-1a over the name, seeded by the tier and whether it is inlined */
@@ -50,6 +66,7 @@ kf_jitframes_t *kf_jitframes_new(kf_codemap_t *map,
   if (j) {
     j->map = map;
     j->layout = layout;
+    j->cache = calloc(CACHE_SLOTS, sizeof(*j->cache));
   }
   return j;
 }
@@ -63,6 +80,7 @@ void kf_jitframes_free(kf_jitframes_t *j) {
   free(j->names);
   free(j->slots);
   free(j->fps);
+  free(j->cache);
   free(j);
 }
 
@@ -151,12 +169,19 @@ static int token_of(kf_jitframes_t *j, const char *name, char tier,
 static int lookup(kf_jitframes_t *j, uint64_t addr, uint64_t time,
                   kf_code_info_t *info, char *name) {
   int found = kf_codemap_lookup(j->map, addr, time, name, NAME_BYTES, info);
+  uint64_t generation = info->generation, stable_since = info->stable_since;
   for (size_t i = 0; found < 0 && i < j->naliases; i++) {
     const kf_code_alias_t *a = &j->aliases[i];
-    if (addr >= a->start && addr < a->end)
+    if (addr >= a->start && addr < a->end) {
       found = kf_codemap_lookup(j->map, a->target + (addr - a->start), time,
                                 name, NAME_BYTES, info);
+      /* The answer holds as long as every lookup's does. */
+      if (info->generation != generation) stable_since = UINT64_MAX;
+      if (info->stable_since > stable_since) stable_since = info->stable_since;
+    }
   }
+  info->generation = generation;
+  info->stable_since = stable_since;
   return found >= 0;
 }
 
@@ -332,6 +357,40 @@ static int running_function(kf_jitframes_t *j, uint64_t time,
   return rc + 1;
 }
 
+/* The code at return address `at` at `time`: its token and what it is,
+ * with the functions inlined there (*ninlined of them into chain), from
+ * the cache when the map's answer there still holds. Returns 1, 0 when no
+ * code is known there, or -ENOMEM. */
+static int code_at(kf_jitframes_t *j, uint64_t at, uint64_t time,
+                   uint64_t *token, kf_code_info_t *info,
+                   uint64_t chain[KF_JITFRAMES_MAX_INLINED], int *ninlined) {
+  cached_frame_t *c = j->cache ? &j->cache[kf_hash_mix(at) & (CACHE_SLOTS - 1)] : NULL;
+  if (c && c->addr == at && time >= c->stable_since &&
+      c->generation == kf_codemap_generation(j->map)) {
+    j->stats.cache_hits++;
+    *token = c->token;
+    *info = c->info;
+    *ninlined = c->ninlined;
+    memcpy(chain, c->inlined, (size_t)c->ninlined * sizeof(uint64_t));
+    return c->token != 0;
+  }
+  char name[NAME_BYTES];
+  int rc = named_token_at(j, at, time, token, info, name);
+  *ninlined = 0;
+  if (rc == 1) *ninlined = inlined_at(j, at, time, info, name, chain);
+  if (rc < 0 || *ninlined < 0) return -ENOMEM;
+  if (c && info->stable_since != UINT64_MAX) {
+    *c = (cached_frame_t){.addr = at,
+                          .generation = info->generation,
+                          .stable_since = info->stable_since,
+                          .token = rc ? *token : 0,
+                          .info = *info,
+                          .ninlined = *ninlined};
+    memcpy(c->inlined, chain, (size_t)*ninlined * sizeof(uint64_t));
+  }
+  return rc;
+}
+
 int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
                          const uint64_t *ips, uint32_t nr,
                          const kf_userstack_t *stack, uint64_t *out) {
@@ -359,18 +418,16 @@ int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
     if (i < user || !j->map) continue;
     kf_code_info_t info;
     uint64_t token, function, chain[KF_JITFRAMES_MAX_INLINED];
-    char name[NAME_BYTES];
     uint32_t k = i - user; /* frame k of the user stack, 0 the leaf */
     /* A return address is looked up at its call instruction: one byte
      * before it is still the call, also when the call ends the code. */
     uint64_t at = k > 0 && ips[i] > 0 ? ips[i] - 1 : ips[i];
-    int rc = named_token_at(j, at, time, &token, &info, name), found = 0;
+    int found = 0;
+    int rc = code_at(j, at, time, &token, &info, chain, &found);
     if (rc < 0) return -ENOMEM;
     if (rc == 0) continue;
     out[n - 1] = token;
     j->stats.named++;
-    found = inlined_at(j, at, time, &info, name, chain);
-    if (found < 0) return -ENOMEM;
     if (found) {
       /* leaf first: the inlined functions, then the code they are in */
       memcpy(&out[n - 1], chain, (size_t)found * sizeof(uint64_t));

@@ -58,6 +58,7 @@ typedef struct kf_jitframes_stats {
   /* Samples whose frame chain went on past the end of their stack copy:
    * frames beyond were named from the callchain alone. */
   uint64_t copy_short;
+  uint64_t cache_hits;          /* frames resolved from the address cache */
 } kf_jitframes_stats_t;
 
 /* Inlined functions a frame may expand into (the innermost and those that

@@ -47,13 +47,15 @@ void kf_jithook_added(uintptr_t isolate, uintptr_t start, size_t len,
   kf_jitname(v8name, name_len, name, sizeof name, &tier);
   enum kf_code_kind kind =
       bytecode ? KF_CODE_BYTECODE : kf_jitname_kind(v8name, name_len);
+  /* A small function's offsets are known before its code is added: the
+   * collector caches what it resolved while the map's generation holds
+   * (jitframes.c), and adding the code is what changes the generation. */
+  if (lines && kind == KF_CODE_BYTECODE && len <= INLINABLE_BYTECODE_MAX && funcpos)
+    kf_funcpos_add(funcpos, script, name, lines);
   if (!m || kf_codemap_add(m, start, len, name, tier, kind, isolate,
                            existing ? 0 : kf_now_ns()) != 0) {
     atomic_fetch_add(&dropped, 1);
-  } else if (lines && kind == KF_CODE_BYTECODE) {
-    if (len <= INLINABLE_BYTECODE_MAX && funcpos)
-      kf_funcpos_add(funcpos, script, name, lines);
-  } else if (lines && (tier == '*' || tier == '+')) {
+  } else if (lines && kind != KF_CODE_BYTECODE && (tier == '*' || tier == '+')) {
     kf_codemap_attach_lines(m, start, script, lines);
   }
   kf_lines_release(lines);

@@ -177,6 +177,49 @@ static void jitframes_tokens_and_tiers(void) {
   kf_codemap_free(m);
 }
 
+/* The address cache (jitframes.c) gives what an uncached lookup would:
+ * after code is replaced at the same address, for samples before and after
+ * the replacement, for an address with no code that later gets some, and
+ * for a sample older than the code it would have cached. */
+static void jitframes_cache_follows_the_map(void) {
+  kf_codemap_t *m = kf_codemap_new();
+  kf_codemap_keep_dead(m, 1);
+  CHECK(kf_codemap_add(m, 0x1000, 0x100, "old a.js:1:1", '*', KF_CODE_JS, 1, 10) == 0);
+  kf_jitframes_t *j = kf_jitframes_new(m, NULL);
+  uint64_t ips[] = {(uint64_t)PERF_CONTEXT_USER, 0x1010, 0x3010};
+  uint64_t out[3];
+  const char *name;
+#define FRAME(t, k) (kf_jitframes_resolve(j, (t), ips, 3, NULL, out) == 3 && \
+                     (name = kf_jitframes_name(j, out[k], 0)) != NULL)
+  CHECK(FRAME(20, 1));
+  CHECK_STR(name, "old a.js:1:1_[j]");
+  CHECK(out[2] == 0x3010); /* nothing known there */
+  uint64_t hits = kf_jitframes_stats(j)->cache_hits;
+  CHECK(FRAME(21, 1));
+  CHECK_STR(name, "old a.js:1:1_[j]");
+  CHECK(kf_jitframes_stats(j)->cache_hits == hits + 2); /* both frames cached */
+  /* V8 reuses the address at 30, and compiles code where there was none. */
+  CHECK(kf_codemap_add(m, 0x1000, 0x100, "new a.js:2:1", '*', KF_CODE_JS, 1, 30) == 0);
+  CHECK(kf_codemap_add(m, 0x3000, 0x100, "born a.js:3:1", '*', KF_CODE_JS, 1, 30) == 0);
+  CHECK(FRAME(31, 1));
+  CHECK_STR(name, "new a.js:2:1_[j]");
+  CHECK(FRAME(31, 2));
+  CHECK_STR(name, "born a.js:3:1_[j]");
+  /* A sample from before the reuse, drained late: the old code, and no
+   * code yet at 0x3000; then the new code again, not a stale cache. */
+  CHECK(FRAME(25, 1));
+  CHECK_STR(name, "old a.js:1:1_[j]");
+  CHECK(out[2] == 0x3010);
+  CHECK(FRAME(32, 1));
+  CHECK_STR(name, "new a.js:2:1_[j]");
+  CHECK(FRAME(32, 2));
+  CHECK_STR(name, "born a.js:3:1_[j]");
+#undef FRAME
+  kf_jitframes_free(j);
+  kf_codemap_keep_dead(m, 0);
+  kf_codemap_free(m);
+}
+
 /* V8's threads (compile, GC move) and the collector (lookup, retire) at
  * once. Run under TSan by `make TSAN=1`; here it checks consistency. */
 #define WORKERS 3
@@ -239,6 +282,7 @@ static const kftest_case_t cases[] = {
     {"codemap: moves and dropped isolates", codemap_moves_and_drops},
     {"codemap: bounded under churn", codemap_stays_bounded_under_churn},
     {"jitframes: tokens, tiers merged or kept", jitframes_tokens_and_tiers},
+    {"jitframes: the address cache follows the map", jitframes_cache_follows_the_map},
     {"codemap: compile, move, look up from several threads", codemap_threads},
     {NULL, NULL},
 };
