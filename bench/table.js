@@ -111,6 +111,15 @@ const BENCHES = [
     tables: (r) => require('./offcpu').readmeTables(r)
   },
   {
+    file: 'switchcost.json',
+    title: 'What a perf event on a thread costs it at a context switch',
+    script: 'bench/switchcost.js',
+    about: (r) => `${r.rounds} rounds, a fresh process per kind and round (seeded random order), two threads pinned to one CPU ` +
+      "passing a byte back and forth for 1 s; extra = median of per-round differences against the round's run without events, " +
+      'bootstrap 95% interval',
+    tables: (r) => require('./switchcost').readmeTables(r)
+  },
+  {
     file: 'offcpu-latency.json',
     title: 'An HTTP server under load: throughput and latency, longer windows',
     script: 'bench/offcpu.js --kinds none,cpu-99,cpu-99-threads,timer-99 --window-ms 2000 --rounds 30',

@@ -4,8 +4,8 @@
  *
  * A per-thread perf event costs its thread at every context switch: the
  * kernel schedules the thread's event context out and in, and for the
- * clock events stops and restarts an hrtimer (about 2.7 us per switch on a
- * 2-core KVM guest, Linux 6.18; test/c's switch cost and bench/offcpu.js).
+ * clock events stops and restarts an hrtimer (about 2.6 us per switch on a
+ * 2-core KVM guest, Linux 6.18: bench/switchcost.js, bench/offcpu.js).
  * A server that switches 40,000 times a second pays it in full. An event
  * per CPU (pid -1) is never switched; it sees every process on its CPU, and
  * this program, run by the kernel at each overflow (PERF_EVENT_IOC_SET_BPF,
