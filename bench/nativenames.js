@@ -59,7 +59,8 @@
 // What each tool's capture lost or cut short: samples lost (kflame's
 // stats.lost; perf's PERF_RECORD_LOST and LOST_SAMPLES records, read from
 // `perf script -D`), and for the stack copies, kflame's stackCopiesShort
-// (samples whose frame chain went on past the copy) and perf's copies as
+// (samples with an interpreter frame to read past the copy's end; before
+// 2026-11-24, samples whose frame chain went on past it) and perf's copies as
 // large as asked for (the stack went on past the copy: DWARF unwinding
 // stops there), of all the process's samples; and where each tool's
 // main-thread chains end: at the thread's root (_start, start_thread,

@@ -306,9 +306,10 @@ static int fix_mid_chain(kf_collector_t *c, const kf_userstack_t *stack,
                          kf_dwarf_fix_t *fix, uint32_t *prefix_nr) {
   const uint64_t *user = raw + ru + 1;
   size_t nuser = raw_nr - ru - 1;
-  uint64_t fps[REBUILT_MAX_FRAMES];
-  size_t known = kf_userstack_frames(stack, user, nuser < REBUILT_MAX_FRAMES ? nuser : REBUILT_MAX_FRAMES, fps);
-  for (size_t k = 1; k <= known && k < nuser; k++) {
+  size_t max = nuser < REBUILT_MAX_FRAMES ? nuser : REBUILT_MAX_FRAMES;
+  /* The first frame that looks astray, by the objects its addresses fall
+   * in; only then is the copy read (most chains have none). */
+  for (size_t k = 1; k <= max && k < nuser; k++) {
     int kind = kf_dwarf_object_kind(c->dwarf, user[k]);
     int last = k + 1 == nuser;
     if (kind == KF_DWARF_NO_OBJECT || (kind == KF_DWARF_MAIN_PROGRAM && !last)) continue;
@@ -316,26 +317,38 @@ static int fix_mid_chain(kf_collector_t *c, const kf_userstack_t *stack,
     uint64_t known_end[KF_DWARF_MAX_END_FRAMES];
     int ends = last ? kf_dwarf_ends(c->dwarf, user[k], known_end) : -1;
     if (ends == 0) return 0;
-    uint64_t fp = fps[k - 1], ret, saved_bp;
-    if (kf_userstack_word(stack, fp + 8, &ret) != 0 || ret != user[k] ||
-        kf_userstack_word(stack, fp, &saved_bp) != 0 || fp + 16 < fp)
-      return 0;
-    /* A chain that ends with a frame pointer of 0 ended where threads
-     * start (_start and clone3 clear rbp): nothing is missing there. */
-    if (last && saved_bp == 0) return 0;
-    uint64_t sp = fp + 16;
-    if (sp - stack->sp >= stack->len) return 0;
-    kf_userstack_t sub = {.ip = user[k], .sp = sp, .bp = saved_bp,
-                          .bytes = stack->bytes + (sp - stack->sp),
-                          .len = stack->len - (sp - stack->sp)};
-    *prefix_nr = ru + 1 + (uint32_t)k + 1;
-    if (ends > 0) { /* the thread's outermost frames, found before */
+    if (ends > 0) {
+      /* The thread's outermost frames, found before from this return
+       * address: the same for every chain that ends at it, so the copy
+       * need not be read (a cache miss per frame). */
+      *prefix_nr = ru + 1 + (uint32_t)k + 1;
       memset(fix, 0, sizeof *fix);
       memcpy(fix->frames, known_end, (size_t)ends * sizeof(uint64_t));
       fix->n = (size_t)ends;
       fix->restart = 1;
       return 1;
     }
+    /* The frame pointers of the frames below it, as the kernel's walk
+     * followed them. */
+    uint64_t fps[REBUILT_MAX_FRAMES];
+    if (kf_userstack_frames(stack, user, k, fps) < k) return 0;
+    uint64_t fp = fps[k - 1], ret, saved_bp;
+    if (kf_userstack_word(stack, fp + 8, &ret) != 0 || ret != user[k] ||
+        kf_userstack_word(stack, fp, &saved_bp) != 0 || fp + 16 < fp)
+      return 0;
+    /* A chain that ends with a frame pointer of 0 ended where threads
+     * start (_start and clone3 clear rbp): nothing is missing there, nor in
+     * later chains that end at this address. */
+    if (last && saved_bp == 0) {
+      kf_dwarf_note_end(c->dwarf, user[k], NULL, 0);
+      return 0;
+    }
+    uint64_t sp = fp + 16;
+    if (sp - stack->sp >= stack->len) return 0;
+    kf_userstack_t sub = {.ip = user[k], .sp = sp, .bp = saved_bp,
+                          .bytes = stack->bytes + (sp - stack->sp),
+                          .len = stack->len - (sp - stack->sp)};
+    *prefix_nr = ru + 1 + (uint32_t)k + 1;
     if (!kf_dwarf_fix(c->dwarf, &sub, user + k, nuser - k, fix) || !fix->restart) {
       if (last) kf_dwarf_note_end(c->dwarf, user[k], NULL, 0);
       return 0;

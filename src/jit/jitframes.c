@@ -391,25 +391,46 @@ static int code_at(kf_jitframes_t *j, uint64_t at, uint64_t time,
   return rc;
 }
 
+/* The frame pointers of a sample's user frames (j->fps, fps[0] its rbp),
+ * walked in the copy only as deep as a frame whose slots are read: each
+ * frame walked is a read of the copy that may miss the cache. */
+typedef struct frame_walk {
+  const kf_userstack_t *stack; /* NULL: nothing to walk */
+  const uint64_t *ips;         /* the user chain */
+  uint32_t nuser, nfps;
+  int stopped;                 /* the walk can go no deeper */
+} frame_walk_t;
+
+/* Whether frame k's pointer is known (j->fps[k]), walking on to it. */
+static int frame_at(kf_jitframes_t *j, frame_walk_t *w, uint32_t k) {
+  if (k < w->nfps) return 1;
+  if (!w->stack || w->stopped || k >= w->nuser) return 0;
+  w->nfps = (uint32_t)kf_userstack_frames_more(w->stack, w->ips, w->nfps, k + 1, j->fps);
+  if (w->nfps > k) return 1;
+  w->stopped = 1;
+  /* The chain goes on past the copy's end: frames there are not read. */
+  uint64_t last = j->fps[w->nfps - 1];
+  if (last < w->stack->sp || w->stack->len < 16 || last - w->stack->sp > w->stack->len - 16)
+    j->stats.copy_short++;
+  return 0;
+}
+
 int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
                          const uint64_t *ips, uint32_t nr,
                          const kf_userstack_t *stack, uint64_t *out) {
-  uint32_t user = nr, n = 0, nfps = 0;
+  uint32_t user = nr, n = 0;
   for (uint32_t i = 0; i < nr; i++)
     if (ips[i] == (uint64_t)PERF_CONTEXT_USER) {
       user = i + 1;
       break;
     }
+  frame_walk_t walk = {0};
   if (stack && j->layout && user < nr) {
     if (kf_grow((void **)&j->fps, &j->fps_cap, nr - user, sizeof(uint64_t),
                 128))
       return -ENOMEM;
-    nfps = (uint32_t)kf_userstack_frames(stack, ips + user, nr - user, j->fps);
-    /* The chain went on past the copy's end: frames there are not read. */
-    uint64_t last = j->fps[nfps - 1];
-    if (nfps < nr - user && (last < stack->sp || stack->len < 16 ||
-                             last - stack->sp > stack->len - 16))
-      j->stats.copy_short++;
+    j->fps[0] = stack->bp;
+    walk = (frame_walk_t){.stack = stack, .ips = ips + user, .nuser = nr - user, .nfps = 1};
   }
   for (uint32_t i = 0; i < nr; i++) {
     /* A return address the kernel read off a corrupt frame can be any
@@ -439,13 +460,13 @@ int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
     if (info.kind == KF_CODE_INTERPRETER_ENTRY) {
       /* The shared trampoline owns the interpreter frame at fps[k]; at the
        * leaf, only once it has built it. */
-      if (k < nfps && (k > 0 || frame_built(j, time, stack)))
+      if (frame_at(j, &walk, k) && (k > 0 || frame_built(j, time, stack)))
         found = frame_function(j, time, stack, j->fps[k], &function);
       if (found < 0) return -ENOMEM;
       if (found) out[n - 1] = function;
       if (found) j->stats.interpreted_named++;
       else j->stats.interpreted_unnamed++;
-    } else if (k == 0 && nfps > 0) {
+    } else if (k == 0 && walk.stack) {
       uint64_t put_back[KF_JITFRAMES_MAX_INLINED + 1];
       found = running_function(j, time, stack, &info, ips + user, nr - user,
                                put_back);

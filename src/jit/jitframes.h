@@ -55,8 +55,8 @@ typedef struct kf_jitframes_stats {
    * it: the callchain skips them. */
   uint64_t running_added;
   uint64_t inlined;             /* inlined frames added */
-  /* Samples whose frame chain went on past the end of their stack copy:
-   * frames beyond were named from the callchain alone. */
+  /* Samples with a frame to read (an interpreter frame) past the end of
+   * their stack copy: it was named from the callchain alone. */
   uint64_t copy_short;
   uint64_t cache_hits;          /* frames resolved from the address cache */
 } kf_jitframes_stats_t;

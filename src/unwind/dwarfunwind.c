@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <libunwind.h>
 #include <link.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +50,7 @@ struct kf_dwarf {
   object_t *objects;
   size_t nobjects, cap;
   uint64_t loaded_at;
+  uint64_t adds, subs; /* glibc's load counts when loaded (0: unknown) */
   kf_dwarf_stats_t stats;
   struct {
     uint64_t ip; /* 0: empty (open addressing) */
@@ -93,11 +95,39 @@ static void read_eh_hdr(object_t *o, uint64_t hdr) {
   o->fde_count = count;
 }
 
+/* glibc's counts of the objects it has loaded and unloaded, given with
+ * every object dl_iterate_phdr reports (older C libraries give none). */
+static int load_counts(const struct dl_phdr_info *info, size_t size,
+                       uint64_t *adds, uint64_t *subs) {
+  if (size < offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) return -1;
+  *adds = info->dlpi_adds;
+  *subs = info->dlpi_subs;
+  return 0;
+}
+
+static int first_load_counts(struct dl_phdr_info *info, size_t size, void *arg) {
+  uint64_t *counts = arg;
+  if (load_counts(info, size, &counts[0], &counts[1]) != 0) counts[0] = counts[1] = 0;
+  return 1; /* the first object says it */
+}
+
+/* Whether an object was loaded or unloaded since load_objects: one
+ * callback, where reading every object's headers again would take a
+ * hundred (asked for addresses in no object, JS code among them, at most
+ * every RELOAD_NS). */
+static int objects_changed(const kf_dwarf_t *d) {
+  uint64_t counts[2] = {0, 0};
+  dl_iterate_phdr(first_load_counts, counts);
+  return counts[0] == 0 || d->adds == 0 || counts[0] != d->adds || counts[1] != d->subs;
+}
+
 static int add_object(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
   kf_dwarf_t *d = arg;
-  if (kf_grow((void **)&d->objects, &d->cap, d->nobjects + 1, sizeof(object_t), 32))
+  if (load_counts(info, size, &d->adds, &d->subs) != 0) d->adds = d->subs = 0;
+  if (kf_grow((void **)&d->objects, &d->cap, d->nobjects + 1, sizeof(object_t), 32)) {
+    d->adds = d->subs = 0; /* some are missing: look again next time */
     return 1;
+  }
   object_t o = {.text_lo = UINT64_MAX, .main_program = info->dlpi_name[0] == '\0'};
   uint64_t eh = 0;
   for (int i = 0; i < info->dlpi_phnum; i++) {
@@ -161,8 +191,12 @@ static const object_t *object_at(kf_dwarf_t *d, uint64_t ip) {
   const object_t *o = find_object(d, ip);
   /* A library loaded since: look again, but not for every stray address. */
   if (!o && kf_now_ns() - d->loaded_at >= RELOAD_NS) {
-    load_objects(d);
-    o = find_object(d, ip);
+    if (objects_changed(d)) {
+      load_objects(d);
+      o = find_object(d, ip);
+    } else {
+      d->loaded_at = kf_now_ns();
+    }
   }
   return o;
 }

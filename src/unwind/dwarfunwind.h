@@ -85,7 +85,8 @@ const kf_dwarf_stats_t *kf_dwarf_stats(const kf_dwarf_t *d);
 void kf_dwarf_count_sample(kf_dwarf_t *d, const kf_dwarf_stats_t *before);
 
 /* What an unwind from a chain's last frame found before, by that frame's
- * return address: nothing (a dead end), or the thread's outermost frames
+ * return address: nothing (a dead end, or a chain that ended where its
+ * thread starts), or the thread's outermost frames
  * (_start and what glibc runs before main: the same for every sample, as
  * they do not depend on the stack above). The collector asks before it
  * unwinds from a last frame, and notes what it found, so that it does not

@@ -28,7 +28,13 @@ size_t kf_userstack_frames(const kf_userstack_t *s, const uint64_t *ips,
                            size_t n, uint64_t *fps) {
   if (n == 0) return 0;
   fps[0] = s->bp;
-  size_t k = 1;
+  return kf_userstack_frames_more(s, ips, 1, n, fps);
+}
+
+size_t kf_userstack_frames_more(const kf_userstack_t *s, const uint64_t *ips,
+                                size_t have, size_t n, uint64_t *fps) {
+  if (have == 0) return 0;
+  size_t k = have;
   for (; k < n; k++) {
     uint64_t fp = fps[k - 1], next, ret;
     if (fp > UINT64_MAX - 8 || kf_userstack_word(s, fp, &next) != 0 ||

@@ -34,6 +34,12 @@ int kf_userstack_word(const kf_userstack_t *s, uint64_t addr, uint64_t *out);
  * n (0 when n is 0); fps has room for n. */
 size_t kf_userstack_frames(const kf_userstack_t *s, const uint64_t *ips,
                            size_t n, uint64_t *fps);
+/* The same walk carried on from a part already done: fps[0..have) known
+ * (1 <= have), up to n. Returns how many leading entries are known now,
+ * `have` when the next link is not. Each frame walked reads the copy where
+ * it may not be cached yet: callers walk only as deep as they need. */
+size_t kf_userstack_frames_more(const kf_userstack_t *s, const uint64_t *ips,
+                                size_t have, size_t n, uint64_t *fps);
 
 /* Walks the frame-pointer chain from s->bp inside the copy, as the kernel
  * would: writes the return address of each frame to rets (at most max) for

@@ -197,10 +197,16 @@ static void interpreted_frames_named(void) {
   CHECK_EQ_U64(kf_jitframes_stats(j)->interpreted_unnamed, 3);
   CHECK_EQ_U64(kf_jitframes_stats(j)->interpreted_named, 1);
   CHECK_EQ_U64(kf_jitframes_stats(j)->copy_short, 0);
-  /* A chain that goes on past the copy's end is counted. */
+  /* A chain that goes on past the copy's end is counted when a frame
+   * there had to be read (an interpreter frame); the walk goes no deeper
+   * than the last frame read. */
   frame(&f, SP + 0x100, SP + 0x4000, 0x7000);
   uint64_t past[] = {U, BAR + 4, TRAMPOLINE + 0x10, 0x7000, 0x7100}, past_out[7];
   CHECK(kf_jitframes_resolve(j, 5, past, 5, &f.s, past_out) == 5);
+  CHECK_EQ_U64(kf_jitframes_stats(j)->copy_short, 0);
+  uint64_t past_read[] = {U, BAR + 4, TRAMPOLINE + 0x10, 0x7000, TRAMPOLINE + 0x10};
+  CHECK(kf_jitframes_resolve(j, 5, past_read, 5, &f.s, past_out) == 5);
+  CHECK_STR(name_of(j, past_out[4]), "(interpreted)_[j]");
   CHECK_EQ_U64(kf_jitframes_stats(j)->copy_short, 1);
   frame(&f, SP + 0x100, SP + 0x180, 0x7000);
   /* The trampoline at the leaf, its frame not built yet: the word at sp is
