@@ -45,6 +45,9 @@ const KINDS = [
   { kind: 'both-99', options: { hz: 99, what: 'both', maxSwitchRate: 0 } },
   { kind: 'both-99-r1000', options: { hz: 99, what: 'both', maxSwitchRate: 1000 } },
   { kind: 'both-99-r200', options: { hz: 99, what: 'both', maxSwitchRate: 200 } },
+  // Off-CPU per thread forced (as for any user but root): a per-thread
+  // event costs its thread at every switch.
+  { kind: 'both-99-r200-threads', options: { hz: 99, what: 'both', maxSwitchRate: 200, perfScope: 'threads' } },
   // The floor: `perf record -F 99 -g -p SERVER` (per-thread events on every
   // CPU, as kflame's), its events switched on around its windows.
   { kind: 'perf-99', perf: true }

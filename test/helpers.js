@@ -69,6 +69,15 @@ function runFixture (name, nodeFlags = [], args = [], env = {}) {
   return { ...out, stacks: parseFolded(out.folded) }
 }
 
+// CPU-wide perf events with the BPF filter (perfScope 'auto' as root) need
+// CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON (root has them unless a
+// container took them away).
+function cpuWideAllowed () {
+  const eff = BigInt('0x' + /^CapEff:\s*([0-9a-f]+)/m.exec(fs.readFileSync('/proc/self/status', 'utf8'))[1])
+  const has = (bit) => (eff >> BigInt(bit)) & 1n
+  return has(21) === 1n || (has(38) === 1n && has(39) === 1n)
+}
+
 function openFds () {
   return fs.readdirSync('/proc/self/fd').length
 }
@@ -100,4 +109,4 @@ function checkEveryThread (t, stacks, hot, share) {
   return main
 }
 
-module.exports = { checkEveryThread, parseFolded, total, rootSummary, kernelAllowed, paranoid, runWithFaults, runFixture, SHIM, openFds, threadCount, spin }
+module.exports = { checkEveryThread, parseFolded, total, rootSummary, kernelAllowed, cpuWideAllowed, paranoid, runWithFaults, runFixture, SHIM, openFds, threadCount, spin }

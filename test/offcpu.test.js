@@ -8,7 +8,7 @@
 // thread's wall time; the timer sampler refuses off-CPU.
 
 const t = require('tap')
-const { runFixture, total, kernelAllowed } = require('./helpers')
+const { runFixture, total, kernelAllowed, cpuWideAllowed } = require('./helpers')
 const kflame = require('..')
 
 const HZ = 199
@@ -28,8 +28,8 @@ function share (count, stats) {
 // in the log. (Seen once in CI, never here in 60 runs under load: a 500 ms
 // wait that began right after start() had no samples, and nothing was
 // counted lost; the counters below are what would tell why.)
-function runWaits (t, what) {
-  const run = () => runFixture('offcpu.js', [], [what], { UV_THREADPOOL_SIZE: '2' })
+function runWaits (t, what, scope) {
+  const run = () => runFixture('offcpu.js', [], [what], { UV_THREADPOOL_SIZE: '2', KFLAME_PERF_SCOPE: scope })
   const found = ({ stacks }) => [/^readPipe /, /^waitInWorker /].every((re) =>
     stacks.some((s) => s.frames[1] === '[off-cpu]' && has(s, re)))
   const first = run()
@@ -53,10 +53,15 @@ if (!kernelAllowed()) {
     t.notOk(kflame.isRunning())
   })
 } else {
-  for (const what of ['both', 'offcpu']) {
-    t.test(`what: '${what}': waits under their JS functions at their timed share`, async (t) => {
-      const { stacks, stats, truth } = runWaits(t, what)
+  // Switch events per CPU with the BPF filter where allowed (perfScope
+  // 'auto'), else per thread; the profile must be the same.
+  const scopes = cpuWideAllowed() ? ['auto', 'threads'] : ['threads']
+  for (const [what, scope] of ['both', 'offcpu'].flatMap((w) => scopes.map((s) => [w, s]))) {
+    t.test(`what: '${what}', perfScope '${scope}': waits under their JS functions at their timed share`, async (t) => {
+      const { stacks, stats, truth } = runWaits(t, what, scope)
       t.equal(stats.what, what)
+      t.equal(stats.details.perfScope, scope === 'auto' ? 'cpus' : 'threads')
+      t.equal(stats.details.foreign, 0, 'nothing of another process')
       const off = stacks.filter((s) => s.frames[1] === '[off-cpu]')
       const pipe = off.filter((s) => has(s, /^readPipe .*offcpu\.js:/))
       const pipeShare = share(total(pipe), stats)

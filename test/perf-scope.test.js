@@ -8,18 +8,11 @@ const t = require('tap')
 const fs = require('node:fs')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
-const { parseFolded, total, checkEveryThread, kernelAllowed, SHIM } = require('./helpers')
+const { parseFolded, total, checkEveryThread, kernelAllowed, cpuWideAllowed, SHIM } = require('./helpers')
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'perf-scope.js')
 
-// CPU-wide events with the BPF filter need CAP_SYS_ADMIN, or CAP_BPF with
-// CAP_PERFMON (root has them unless a container took them away).
-function mayFilter () {
-  const eff = BigInt('0x' + /^CapEff:\s*([0-9a-f]+)/m.exec(fs.readFileSync('/proc/self/status', 'utf8'))[1])
-  const has = (bit) => (eff >> BigInt(bit)) & 1n
-  return has(21) === 1n || (has(38) === 1n && has(39) === 1n)
-}
-const wide = mayFilter()
+const wide = cpuWideAllowed()
 
 function run (scope, env = {}) {
   const r = spawnSync(process.execPath, [FIXTURE, ...(scope ? [scope] : [])], {

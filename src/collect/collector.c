@@ -465,24 +465,29 @@ static int on_wait(void *ctx, uint32_t tid, uint64_t time, const uint64_t *ips,
   return 0;
 }
 
-/* PERF_RECORD_SWITCH of a switch event: a thread of ours switched in (or
- * out, which its sample already said). sample_id_all puts
- * { u32 pid, tid; u64 time; u64 id } after the (empty) body. */
+/* PERF_RECORD_SWITCH of a per-thread switch event, or
+ * PERF_RECORD_SWITCH_CPU_WIDE of a CPU-wide one (every task's, with the
+ * pid and tid of the task switched to or from first): a thread of ours
+ * switched in (or out, which its sample already said). sample_id_all puts
+ * { u32 pid, tid; u64 time; u64 id } after the body, for the task
+ * switching. */
 static void on_switch(kf_collector_t *c, const struct perf_event_header *h) {
   if (!c->offcpu || (h->misc & PERF_RECORD_MISC_SWITCH_OUT)) return;
-  if (h->size < sizeof(*h) + 24) {
+  size_t body = h->type == PERF_RECORD_SWITCH_CPU_WIDE ? 8 : 0;
+  if (h->size < sizeof(*h) + body + 24) {
     c->stats.corrupt++;
     return;
   }
-  const unsigned char *p = (const unsigned char *)(h + 1);
+  const unsigned char *p = (const unsigned char *)(h + 1) + body;
   uint32_t pid, tid;
   uint64_t time, id;
   memcpy(&pid, p, 4);
   memcpy(&tid, p + 4, 4);
   memcpy(&time, p + 8, 8);
   memcpy(&id, p + 16, 8);
+  if (pid != c->pid) return; /* CPU-wide: another process's */
   const kf_event_owner_t *owner = owner_of(c, id);
-  if (pid != c->pid || !owner || owner->kind != KF_KIND_SWITCH) return;
+  if (!owner || owner->kind != KF_KIND_SWITCH) return;
   if (kf_offcpu_in(c->offcpu, tid, time)) c->stats.no_memory++;
 }
 
@@ -522,6 +527,7 @@ static void on_record(const struct perf_event_header *h, void *ctx) {
       on_comm(c, h);
       break;
     case PERF_RECORD_SWITCH:
+    case PERF_RECORD_SWITCH_CPU_WIDE:
       on_switch(c, h);
       break;
     default:

@@ -321,10 +321,14 @@ gone:
   return 0;
 }
 
-/* CPU-wide: one clock event per CPU (pid -1) for whatever runs there, with
- * the pid filter keeping this process's samples (pidfilter.h). No thread
- * is attached and none switches an event in or out; a thread is sampled
- * from its first instruction, whoever created it. 0, or a negative errno
+/* CPU-wide: per CPU (pid -1), the clock event, the context-switch event,
+ * or both (s->info.what), for whatever runs there, with the pid filter
+ * keeping this process's samples (pidfilter.h). No thread is attached and
+ * none switches an event in or out; a thread is sampled from its first
+ * instruction, whoever created it. A switch event's PERF_RECORD_SWITCH_CPU_WIDE
+ * records come for every task (the filter sees samples only): pids and
+ * times, no stack, which the collector drops unless they are this
+ * process's. Each CPU's first event owns its ring. 0, or a negative errno
  * with nothing left open and the attributes as they were: then the caller
  * attaches per thread. */
 static int open_cpu_wide(kf_sampler_t *s) {
@@ -335,24 +339,40 @@ static int open_cpu_wide(kf_sampler_t *s) {
   s->attr.inherit = 0;
   s->attr.inherit_thread = 0;
   s->attr.exclude_idle = 1; /* the idle task is nobody's: skip the filter */
+  uint32_t kinds = s->info.what == KF_WHAT_BOTH ? 2 : 1;
+  uint32_t kind0 = s->info.what & KF_WHAT_CPU ? KF_KIND_CPU : KF_KIND_SWITCH;
   int rc = 0;
-  for (uint32_t i = 0; i < s->info.cpus && rc == 0; i++) {
-    int fd = open_event(s, KF_KIND_CPU, -1, s->cpus[i].cpu, i == 0);
-    if (fd < 0) {
-      rc = fd;
-      break;
+  for (uint32_t i = 0; i < s->info.cpus && rc == 0; i++)
+    for (uint32_t k = 0; k < kinds && rc == 0; k++) {
+      int fd = open_event(s, kind0 + k, -1, s->cpus[i].cpu, s->nfds == 0);
+      if (fd < 0) {
+        rc = fd;
+        break;
+      }
+      if ((rc = kf_pidfilter_attach(fd, prog)) != 0 ||
+          (rc = push_fd(s, fd, KF_OWNER_ANY, kind0 + k)) != 0)
+        close(fd);
     }
-    if ((rc = kf_pidfilter_attach(fd, prog)) != 0 ||
-        (rc = push_fd(s, fd, KF_OWNER_ANY, KF_KIND_CPU)) != 0)
-      close(fd);
-  }
   close(prog); /* each event holds it */
-  if (rc == 0) rc = map_rings(s, s->fds);
+  int *owners = rc == 0 ? malloc(s->info.cpus * sizeof(int)) : NULL;
+  if (rc == 0 && !owners) rc = -ENOMEM;
+  if (rc == 0) {
+    /* Event k of CPU i is fds[i * kinds + k]. */
+    for (uint32_t i = 0; i < s->info.cpus; i++) owners[i] = s->fds[i * kinds];
+    rc = map_rings(s, owners);
+    for (uint32_t i = 0; i < s->info.cpus && rc == 0; i++)
+      for (uint32_t k = 1; k < kinds && rc == 0; k++)
+        if (ioctl(s->fds[i * kinds + k], PERF_EVENT_IOC_SET_OUTPUT, s->cpus[i].fd) != 0)
+          rc = -errno;
+  }
+  free(owners);
   if (rc == 0) {
     s->info.scope = KF_SCOPE_CPUS;
     s->info.inherit_thread = 0;
     return 0;
   }
+  for (uint32_t i = 0; i < s->info.cpus; i++)
+    if (s->cpus[i].map) unmap_ring(&s->cpus[i]);
   while (s->nfds > 0) close(s->fds[--s->nfds]);
   s->attr = per_thread;
   s->info = info;
@@ -443,8 +463,7 @@ int kf_sampler_open(const kf_sampler_opts_t *opts, kf_sampler_t **out,
   int rc = online_cpus(&s->cpus, &s->info.cpus);
   if (rc != 0) goto fail;
 
-  /* CPU time only: switch records would come from every process. */
-  if (opts->scope == KF_SCOPE_AUTO && s->info.what == KF_WHAT_CPU) {
+  if (opts->scope == KF_SCOPE_AUTO) {
     int wide = open_cpu_wide(s);
     s->info.scope_errno = wide < 0 && -wide < KF_ERR_BASE ? -wide : 0;
     if (wide == -KF_ERR_MLOCK || wide == -ENOMEM) {
