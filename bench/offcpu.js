@@ -214,9 +214,10 @@ const KIND_NAMES = {
   'cpu-99': 'CPU, 99 Hz (as root: an event per CPU, filtered in the kernel)',
   'cpu-99-threads': 'CPU, 99 Hz, `perfScope: \'threads\'` (per-thread events)',
   'timer-99': 'CPU, 99 Hz, timer mode',
-  'both-99': 'both, 99 Hz, every switch (`maxSwitchRate: 0`, the default)',
+  'both-99': 'both, 99 Hz, every switch (`maxSwitchRate: 0`, the default; as root: events per CPU)',
   'both-99-r1000': 'both, `maxSwitchRate: 1000`',
   'both-99-r200': 'both, `maxSwitchRate: 200`',
+  'both-99-r200-threads': 'both, `maxSwitchRate: 200`, `perfScope: \'threads\'` (per-thread events, as for any user but root)',
   'perf-99': 'floor: `perf record -F 99 -g -p` (its own process apart)'
 }
 function readmeTables (r) {
