@@ -1,6 +1,6 @@
 /*
  * pidfilter: a BPF program that keeps, of a CPU-wide perf event's samples,
- * only this process's, in the kernel, before the sample is taken.
+ * only this process's, in the kernel, before the sample is written.
  *
  * A per-thread perf event costs its thread at every context switch: the
  * kernel schedules the thread's event context out and in, and for the
@@ -10,7 +10,10 @@
  * per CPU (pid -1) is never switched; it sees every process on its CPU, and
  * this program, run by the kernel at each overflow (PERF_EVENT_IOC_SET_BPF,
  * BPF_PROG_TYPE_PERF_EVENT), drops the sample of any other process before
- * its callchain or stack copy is made: nothing of theirs reaches the ring.
+ * it is written: nothing of theirs reaches the ring. (The kernel prepares
+ * the sample before it runs the program, since Linux 6.3: the callchain is
+ * walked into its own per-CPU buffer either way; the user stack is copied
+ * only into the ring, so never for a dropped sample.)
  *
  * The process is named by its tgid in its own pid namespace
  * (bpf_get_ns_current_pid_tgid, Linux 5.7), so it holds in containers.
