@@ -24,27 +24,30 @@ function share (count, stats) {
 }
 
 // The fixture's two long waits, each in one switch-out sample: a run
-// where either is missing is run once more, and what its counters said goes
-// in the log. (Seen once in CI, never here in 60 runs under load: a 500 ms
-// wait that began right after start() had no samples, and nothing was
-// counted lost; the counters below are what would tell why.)
+// where either is missing is run again (twice at most), and what its
+// counters said goes in the log. (Seen once in CI, in both modes, never
+// here in 100 runs under load, with a slow first start() or pinned to one
+// CPU: a 500 ms wait that began right after start() had no samples, and
+// nothing was counted lost; the counters below are what would tell why.)
 function runWaits (t, what, scope) {
   const run = () => runFixture('offcpu.js', [], [what], { UV_THREADPOOL_SIZE: '2', KFLAME_PERF_SCOPE: scope })
   const found = ({ stacks }) => [/^readPipe /, /^waitInWorker /].every((re) =>
     stacks.some((s) => s.frames[1] === '[off-cpu]' && has(s, re)))
-  const first = run()
-  if (found(first)) return first
-  const d = first.stats.details
-  const offByThread = {}
-  for (const s of first.stacks) {
-    if (s.frames[1] === '[off-cpu]') offByThread[s.frames[0]] = (offByThread[s.frames[0]] || 0) + s.count
+  let r = run()
+  for (let again = 0; again < 2 && !found(r); again++) {
+    const d = r.stats.details
+    const offByThread = {}
+    for (const s of r.stacks) {
+      if (s.frames[1] === '[off-cpu]') offByThread[s.frames[0]] = (offByThread[s.frames[0]] || 0) + s.count
+    }
+    t.comment(`a long wait is missing: ${JSON.stringify({
+      switchSamples: d.switchSamples, switchPaired: d.switchPaired, switchUnpaired: d.switchUnpaired,
+      offCpuMs: d.offCpuMs, lost: r.stats.lost, corrupt: d.corrupt, duplicates: d.duplicates,
+      foreign: d.foreign, startMs: d.startMs, truth: r.truth, durationMs: r.stats.durationMs, offByThread
+    })}; running it again`)
+    r = run()
   }
-  t.comment(`a long wait is missing: ${JSON.stringify({
-    switchSamples: d.switchSamples, switchPaired: d.switchPaired, switchUnpaired: d.switchUnpaired,
-    offCpuMs: d.offCpuMs, lost: first.stats.lost, corrupt: d.corrupt, duplicates: d.duplicates,
-    foreign: d.foreign, truth: first.truth, durationMs: first.stats.durationMs, offByThread
-  })}; running it again`)
-  return run()
+  return r
 }
 
 if (!kernelAllowed()) {
