@@ -201,6 +201,22 @@ static void ask_user_stack(kf_sampler_t *s, uint32_t bytes) {
 #endif
 }
 
+/* The rings of events opened kinds to a CPU from fds[first] on (event k
+ * of CPU i is fds[first + i * kinds + k]): each CPU's first event owns its
+ * ring (map_rings), the others are redirected into it once it is mapped. */
+static int map_rings_of(kf_sampler_t *s, size_t first, uint32_t kinds) {
+  int *owners = malloc(s->info.cpus * sizeof(int));
+  if (!owners) return -ENOMEM;
+  for (uint32_t i = 0; i < s->info.cpus; i++) owners[i] = s->fds[first + i * kinds];
+  int rc = map_rings(s, owners);
+  free(owners);
+  for (uint32_t i = 0; i < s->info.cpus && rc == 0; i++)
+    for (uint32_t k = 1; k < kinds && rc == 0; k++)
+      if (ioctl(s->fds[first + i * kinds + k], PERF_EVENT_IOC_SET_OUTPUT, s->cpus[i].fd) != 0)
+        rc = -errno;
+  return rc;
+}
+
 /* The attributes of a context-switch event, from the clock event's as the
  * first open settled them. The kernel counts a switch in its own context:
  * with exclude_kernel it would drop every sample, so kernel context is
@@ -301,17 +317,8 @@ static int attach_thread(kf_sampler_t *s, pid_t tid) {
     }
   }
   if (owns_rings) {
-    /* Event k of CPU i is fds[first_fd + i * kinds + k]. */
-    int *owners = malloc(s->info.cpus * sizeof(int));
-    if (!owners) return -ENOMEM;
-    for (uint32_t i = 0; i < s->info.cpus; i++) owners[i] = s->fds[first_fd + i * kinds];
-    int rc = map_rings(s, owners);
-    free(owners);
+    int rc = map_rings_of(s, first_fd, kinds);
     if (rc != 0) return rc;
-    for (uint32_t i = 0; i < s->info.cpus; i++)
-      for (uint32_t k = 1; k < kinds; k++)
-        if (ioctl(s->fds[first_fd + i * kinds + k], PERF_EVENT_IOC_SET_OUTPUT, s->cpus[i].fd) != 0)
-          return -errno;
   }
   s->info.threads++;
   return 0;
@@ -354,18 +361,7 @@ static int open_cpu_wide(kf_sampler_t *s) {
         close(fd);
     }
   close(prog); /* each event holds it */
-  int *owners = rc == 0 ? malloc(s->info.cpus * sizeof(int)) : NULL;
-  if (rc == 0 && !owners) rc = -ENOMEM;
-  if (rc == 0) {
-    /* Event k of CPU i is fds[i * kinds + k]. */
-    for (uint32_t i = 0; i < s->info.cpus; i++) owners[i] = s->fds[i * kinds];
-    rc = map_rings(s, owners);
-    for (uint32_t i = 0; i < s->info.cpus && rc == 0; i++)
-      for (uint32_t k = 1; k < kinds && rc == 0; k++)
-        if (ioctl(s->fds[i * kinds + k], PERF_EVENT_IOC_SET_OUTPUT, s->cpus[i].fd) != 0)
-          rc = -errno;
-  }
-  free(owners);
+  if (rc == 0) rc = map_rings_of(s, 0, kinds);
   if (rc == 0) {
     s->info.scope = KF_SCOPE_CPUS;
     s->info.inherit_thread = 0;
