@@ -317,11 +317,11 @@ static int fix_mid_chain(kf_collector_t *c, const kf_userstack_t *stack,
     uint64_t known_end[KF_DWARF_MAX_END_FRAMES];
     int ends = last ? kf_dwarf_ends(c->dwarf, user[k], known_end) : -1;
     if (ends == 0) return 0;
+    *prefix_nr = ru + 1 + (uint32_t)k + 1; /* the raw entries up to frame k */
     if (ends > 0) {
       /* The thread's outermost frames, found before from this return
        * address: the same for every chain that ends at it, so the copy
        * need not be read (a cache miss per frame). */
-      *prefix_nr = ru + 1 + (uint32_t)k + 1;
       memset(fix, 0, sizeof *fix);
       memcpy(fix->frames, known_end, (size_t)ends * sizeof(uint64_t));
       fix->n = (size_t)ends;
@@ -348,7 +348,6 @@ static int fix_mid_chain(kf_collector_t *c, const kf_userstack_t *stack,
     kf_userstack_t sub = {.ip = user[k], .sp = sp, .bp = saved_bp,
                           .bytes = stack->bytes + (sp - stack->sp),
                           .len = stack->len - (sp - stack->sp)};
-    *prefix_nr = ru + 1 + (uint32_t)k + 1;
     if (!kf_dwarf_fix(c->dwarf, &sub, user + k, nuser - k, fix) || !fix->restart) {
       if (last) kf_dwarf_note_end(c->dwarf, user[k], NULL, 0);
       return 0;
