@@ -8,7 +8,7 @@
 // thread's wall time; the timer sampler refuses off-CPU.
 
 const t = require('tap')
-const { runFixture, total, kernelAllowed, cpuWideAllowed } = require('./helpers')
+const { runFixture, total, kernelAllowed, cpuWideAllowed, SHIM } = require('./helpers')
 const kflame = require('..')
 
 const HZ = 199
@@ -112,6 +112,13 @@ if (!kernelAllowed()) {
     })
   }
 }
+
+t.test('off-CPU with the BPF filter refused: per-thread events instead, the reason kept', { skip: !cpuWideAllowed() && 'needs CAP_SYS_ADMIN or CAP_BPF+CAP_PERFMON' }, async (t) => {
+  const { stacks, stats } = runFixture('offcpu.js', [], ['offcpu'], { UV_THREADPOOL_SIZE: '2', LD_PRELOAD: SHIM, KFLAME_FAULT_BPF: 'EPERM' })
+  t.equal(stats.details.perfScope, 'threads')
+  t.match(stats.details.perfScopeError, /not permitted/i)
+  t.ok(stacks.some((s) => s.frames[1] === '[off-cpu]' && has(s, /^readPipe /)), 'the waits are still there')
+})
 
 t.test('the timer sampler cannot take off-CPU profiles', async (t) => {
   t.throws(() => kflame.start({ what: 'offcpu', mode: 'timer' }), { code: 'KFLAME_ERR_OFFCPU_TIMER' })
