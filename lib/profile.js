@@ -350,6 +350,12 @@ function makeStats (raw, labels = null, workers = null) {
       switchUnpaired: raw.switchUnpaired || 0,
       offCpuMs: raw.offCpuMs || 0,
       offCpuSamples: raw.offCpuSamples || 0,
+      // Where switch-ins came from: 'tracepoint' (CPU-wide as root, with
+      // tracefs: stamped in the kernel for the sampled waits only) or
+      // 'records' (a PERF_RECORD_SWITCH for every switch); why not the
+      // tracepoint, when it was tried and could not be used.
+      switchIns: raw.switchIns || null,
+      switchInsError: raw.switchInsError || null,
       sourceMaps: null,
       labels: labels ? labels.tid.length : 0,
       labelsDropped: labels ? labels.dropped : 0

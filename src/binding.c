@@ -317,6 +317,11 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
   CHECK(env, set_num(env, o, "switchUnpaired", (double)st->switch_unpaired));
   CHECK(env, set_num(env, o, "offCpuMs", (double)st->offcpu_ns / 1e6));
   CHECK(env, set_num(env, o, "offCpuSamples", (double)st->offcpu_samples));
+  if (st->mode == KF_MODE_PERF && st->what != KF_WHAT_CPU) {
+    CHECK(env, set_str(env, o, "switchIns", st->switchins_traced ? "tracepoint" : "records"));
+    if (st->switchin_errno)
+      CHECK(env, set_str(env, o, "switchInsError", strerror(st->switchin_errno)));
+  }
   CHECK(env, set_bool(env, o, "taskClock", st->event == KF_EVENT_TASK_CLOCK));
   CHECK(env, set_bool(env, o, "kernel", st->kernel));
   CHECK(env, set_bool(env, o, "kernelRefused", st->kernel_refused));

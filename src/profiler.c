@@ -327,6 +327,8 @@ static void settings_stats(const kf_session_t *s, const kf_sampler_info_t *info,
   st->inherit_thread = info->inherit_thread;
   st->scope = info->scope;
   st->scope_errno = info->scope_errno;
+  st->switchins_traced = info->switchins_traced;
+  st->switchin_errno = info->switchin_errno;
   st->ring_pages = info->ring_pages;
   st->ring_pages_asked = info->ring_pages_asked;
   st->attached = info->threads;
@@ -446,7 +448,9 @@ int kf_session_stop(kf_session_t *s, kf_profile_t *out) {
   kf_window_stats_t ws;
   kf_collector_window(s->collector, &ws);
   st->started_ns = ws.start;
-  st->duration_ns = kf_now_ns() - ws.start;
+  /* Sampling ended when stop() began, not once the rest was done (closing
+   * off-CPU's tracepoint waits ~60 ms for the kernel: switchin.h). */
+  st->duration_ns = t0 > ws.start ? t0 - ws.start : 0;
   st->wall_start_ms = s->wall_start_ms + (ws.start - s->started_ns) / 1000000;
   st->lost = ws.lost;
   st->no_memory = ws.no_memory;

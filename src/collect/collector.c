@@ -464,6 +464,13 @@ static int on_wait(void *ctx, uint32_t tid, uint64_t time, const uint64_t *ips,
   return 0;
 }
 
+/* A thread whose switch-out was sampled came back (a switch record, or a
+ * stamp of switchin.h). */
+static void on_switch_in(void *ctx, uint32_t tid, uint64_t time) {
+  kf_collector_t *c = ctx;
+  if (kf_offcpu_in(c->offcpu, tid, time)) c->stats.no_memory++;
+}
+
 /* PERF_RECORD_SWITCH of a per-thread switch event, or
  * PERF_RECORD_SWITCH_CPU_WIDE of a CPU-wide one (every task's, with the
  * pid and tid of the task switched to or from first): a thread of ours
@@ -487,7 +494,7 @@ static void on_switch(kf_collector_t *c, const struct perf_event_header *h) {
   if (pid != c->pid) return; /* CPU-wide: another process's */
   const kf_event_owner_t *owner = owner_of(c, id);
   if (!owner || owner->kind != KF_KIND_SWITCH) return;
-  if (kf_offcpu_in(c->offcpu, tid, time)) c->stats.no_memory++;
+  on_switch_in(c, tid, time);
 }
 
 /* PERF_RECORD_COMM: u32 pid, tid; char comm[]; (a thread renamed itself) */
@@ -539,6 +546,8 @@ static void drain_all(kf_collector_t *c) {
   const int *fds;
   size_t n = kf_sampler_rings(c->sampler, &rings, &fds);
   for (size_t i = 0; i < n; i++) kf_ring_drain(&rings[i], on_record, c);
+  kf_switchin_t *ins = kf_sampler_switchin(c->sampler);
+  if (ins && c->offcpu) kf_switchin_drain(ins, on_switch_in, c);
 }
 
 static const char *comm_of(void *ctx, uint32_t tid) {

@@ -1,26 +1,18 @@
 #define _GNU_SOURCE
 #include "sample/pidfilter.h"
 
+#include "sample/bpf.h"
+
 #include <errno.h>
-#include <linux/bpf.h>
 #include <linux/perf_event.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#define INSN(op, dst, src, offset, immediate)                              \
-  ((struct bpf_insn){.code = (op), .dst_reg = (dst), .src_reg = (src),     \
-                     .off = (offset), .imm = (immediate)})
-/* A 64-bit immediate takes two instructions. */
-#define LOAD_U64(dst, value)                                               \
-  INSN(BPF_LD | BPF_DW | BPF_IMM, dst, 0, 0, (int32_t)(uint32_t)(value)),  \
-      INSN(0, 0, 0, 0, (int32_t)(uint32_t)((uint64_t)(value) >> 32))
-
-int kf_pidfilter_load(void) {
+int kf_pidfilter_load(int mark_map) {
   struct stat ns;
   if (stat("/proc/self/ns/pid", &ns) != 0) return -errno;
   /* The helper compares the kernel's dev_t (major << 20 | minor), not the
@@ -31,31 +23,37 @@ int kf_pidfilter_load(void) {
   /* r0 = 1 keeps the sample, 0 drops it. The helper fills the 8 bytes under
    * the frame pointer (r10) with { u32 pid; u32 tgid; } of the current task
    * as seen from our namespace, and fails for a task outside it. */
-  struct bpf_insn prog[] = {
-      LOAD_U64(BPF_REG_1, dev),
-      LOAD_U64(BPF_REG_2, ino),
-      INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_3, BPF_REG_10, 0, 0),
-      INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_3, 0, 0, -8),
-      INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, 8),
-      INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_ns_current_pid_tgid),
-      INSN(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_0, 0, 4, 0), /* failed: drop */
-      INSN(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_0, BPF_REG_10, -4, 0), /* tgid */
-      INSN(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_0, 0, 2, pid), /* not us: drop */
-      INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 1),
-      INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
-      INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0),
-      INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+  struct bpf_insn prog[32] = {
+      KF_LOAD_U64(BPF_REG_1, dev),
+      KF_LOAD_U64(BPF_REG_2, ino),
+      KF_INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_3, BPF_REG_10, 0, 0),
+      KF_INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_3, 0, 0, -8),
+      KF_INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, 8),
+      KF_INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_ns_current_pid_tgid),
   };
-  union bpf_attr attr;
-  memset(&attr, 0, sizeof attr);
-  attr.prog_type = BPF_PROG_TYPE_PERF_EVENT;
-  attr.insns = (uint64_t)(uintptr_t)prog;
-  attr.insn_cnt = sizeof prog / sizeof prog[0];
-  /* kflame's licence; the program calls no GPL-only helper. */
-  attr.license = (uint64_t)(uintptr_t) "MIT";
-  /* The kernel makes every BPF fd CLOEXEC. */
-  int fd = (int)syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof attr);
-  return fd >= 0 ? fd : -errno;
+  size_t n = 8, failed = n++, tgid = n++, not_us = n++;
+  prog[tgid] = KF_INSN(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_0, BPF_REG_10, -4, 0);
+  if (mark_map >= 0) {
+    /* mark[global tid] = tid in our namespace (switchin.h) */
+    prog[n++] = KF_INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_current_pid_tgid);
+    prog[n++] = KF_INSN(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_0, -12, 0);
+    n += kf_bpf_load_map(&prog[n], BPF_REG_1, mark_map);
+    prog[n++] = KF_INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_10, 0, 0);
+    prog[n++] = KF_INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_2, 0, 0, -12);
+    prog[n++] = KF_INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_3, BPF_REG_10, 0, 0);
+    prog[n++] = KF_INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_3, 0, 0, -8);
+    prog[n++] = KF_INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, BPF_ANY);
+    prog[n++] = KF_INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_update_elem);
+  }
+  prog[n++] = KF_INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 1);
+  prog[n++] = KF_INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+  size_t drop = n;
+  prog[n++] = KF_INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0);
+  prog[n++] = KF_INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+  /* the helper failed, or the task is not one of ours: drop */
+  prog[failed] = KF_INSN(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_0, 0, (int16_t)(drop - failed - 1), 0);
+  prog[not_us] = KF_INSN(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_0, 0, (int16_t)(drop - not_us - 1), pid);
+  return kf_bpf_prog_load(BPF_PROG_TYPE_PERF_EVENT, prog, n);
 }
 
 int kf_pidfilter_attach(int perf_fd, int prog_fd) {

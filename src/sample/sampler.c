@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "sample/pidfilter.h"
+#include "sample/switchin.h"
 #include "util/error.h"
 #include "util/grow.h"
 #include "util/readfile.h"
@@ -44,6 +45,10 @@ struct kf_sampler {
   pid_t *tids;
   size_t ntids, tids_cap;
   uint32_t max_switch_rate;
+  /* CPU-wide off-CPU: switch-ins stamped by a tracepoint program for the
+   * sampled waits only, instead of every switch's PERF_RECORD_SWITCH_CPU_WIDE
+   * record; NULL where that could not be set up. */
+  kf_switchin_t *switchin;
   int err; /* the errno behind the last kflame code (error.h), taken where
               the call failed: cleanup after it may change errno */
 };
@@ -222,7 +227,8 @@ static int map_rings_of(kf_sampler_t *s, size_t first, uint32_t kinds) {
  * with exclude_kernel it would drop every sample, so kernel context is
  * always asked for, and kernel frames are left out of the callchain when
  * they are not wanted. PERF_RECORD_SWITCH records (context_switch) stamp
- * when the thread comes back; sample_id_all gives them its tid and time. */
+ * when the thread comes back, unless switchin.h does; sample_id_all gives
+ * them its tid and time. */
 static void switch_attr(const kf_sampler_t *s, uint32_t max_rate,
                         struct perf_event_attr *a) {
   *a = s->attr;
@@ -237,7 +243,7 @@ static void switch_attr(const kf_sampler_t *s, uint32_t max_rate,
   a->sample_type |= PERF_SAMPLE_PERIOD;
   a->exclude_kernel = 0;
   a->exclude_callchain_kernel = !s->info.kernel;
-  a->context_switch = 1;
+  a->context_switch = s->switchin == NULL;
   a->sample_id_all = 1;
   a->comm = 0; /* the clock event (or the first switch event) reports it */
 }
@@ -339,8 +345,21 @@ gone:
  * with nothing left open and the attributes as they were: then the caller
  * attaches per thread. */
 static int open_cpu_wide(kf_sampler_t *s) {
-  int prog = kf_pidfilter_load();
+  int prog = kf_pidfilter_load(-1);
   if (prog < 0) return prog;
+  /* Off-CPU: the switch events' filter also marks the threads whose
+   * switch-in switchin.h is to stamp; without it, switch records. */
+  int switch_prog = -1;
+  if (s->info.what & KF_WHAT_OFFCPU) {
+    int rc = kf_switchin_open(s->cpus[0].cpu, &s->switchin);
+    if (rc == 0 && (switch_prog = kf_pidfilter_load(kf_switchin_mark_map(s->switchin))) < 0)
+      rc = switch_prog;
+    if (rc != 0) {
+      kf_switchin_close(s->switchin);
+      s->switchin = NULL;
+      s->info.switchin_errno = -rc < KF_ERR_BASE ? -rc : 0;
+    }
+  }
   struct perf_event_attr per_thread = s->attr;
   kf_sampler_info_t info = s->info;
   s->attr.inherit = 0;
@@ -356,20 +375,25 @@ static int open_cpu_wide(kf_sampler_t *s) {
         rc = fd;
         break;
       }
-      if ((rc = kf_pidfilter_attach(fd, prog)) != 0 ||
+      int filter = kind0 + k == KF_KIND_SWITCH && switch_prog >= 0 ? switch_prog : prog;
+      if ((rc = kf_pidfilter_attach(fd, filter)) != 0 ||
           (rc = push_fd(s, fd, KF_OWNER_ANY, kind0 + k)) != 0)
         close(fd);
     }
   close(prog); /* each event holds it */
+  if (switch_prog >= 0) close(switch_prog);
   if (rc == 0) rc = map_rings_of(s, 0, kinds);
   if (rc == 0) {
     s->info.scope = KF_SCOPE_CPUS;
     s->info.inherit_thread = 0;
+    s->info.switchins_traced = s->switchin != NULL;
     return 0;
   }
   for (uint32_t i = 0; i < s->info.cpus; i++)
     if (s->cpus[i].map) unmap_ring(&s->cpus[i]);
   while (s->nfds > 0) close(s->fds[--s->nfds]);
+  kf_switchin_close(s->switchin);
+  s->switchin = NULL;
   s->attr = per_thread;
   s->info = info;
   return rc;
@@ -516,6 +540,7 @@ void kf_sampler_close(kf_sampler_t *s) {
     kf_ring_destroy(&s->cpus[i].ring);
   }
   for (size_t i = 0; i < s->nfds; i++) close(s->fds[i]);
+  kf_switchin_close(s->switchin);
   free(s->cpus);
   free(s->rings);
   free(s->ring_fds);
@@ -533,6 +558,10 @@ size_t kf_sampler_rings(kf_sampler_t *s, kf_ring_t **rings, const int **fds) {
   *rings = s->rings;
   *fds = s->ring_fds;
   return s->info.cpus;
+}
+
+kf_switchin_t *kf_sampler_switchin(kf_sampler_t *s) {
+  return s->switchin;
 }
 
 const kf_event_owner_t *kf_sampler_owners(const kf_sampler_t *s, size_t *n) {

@@ -28,12 +28,14 @@
 #include <sys/types.h>
 
 #include "sample/ring.h"
+#include "sample/switchin.h"
 
 typedef enum { KF_EVENT_CPU_CLOCK = 0, KF_EVENT_TASK_CLOCK = 1 } kf_event_t;
 
 /* What is sampled: CPU time (the clock event), off-CPU time (context
  * switches: a sample with the callchain when a thread is switched out,
- * PERF_RECORD_SWITCH records for when it is switched back in), or both. */
+ * PERF_RECORD_SWITCH records or switchin.h's stamps for when it is switched
+ * back in), or both. */
 enum { KF_WHAT_CPU = 1, KF_WHAT_OFFCPU = 2, KF_WHAT_BOTH = 3 };
 
 /* The kind of an opened event (kf_event_owner_t). */
@@ -86,6 +88,11 @@ typedef struct kf_sampler_info {
   uint32_t stack_bytes;  /* user stack bytes copied per sample; 0: none */
   kf_ring_layout_t layout; /* of the sample records */
   uint32_t what;         /* KF_WHAT_* being sampled */
+  /* Off-CPU, CPU-wide: 1 when switch-ins come from switchin.h (else from
+   * PERF_RECORD_SWITCH records), and why not when it could not be set up
+   * (0: not tried). */
+  int switchins_traced;
+  int switchin_errno;
   /* Of the switch events' samples: as `layout`, with PERF_SAMPLE_PERIOD
    * (the switches a sample stands for). Their other records (the
    * PERF_RECORD_SWITCH ones) end with { u32 pid, tid; u64 time; u64 id }. */
@@ -117,6 +124,10 @@ const kf_sampler_info_t *kf_sampler_info(const kf_sampler_t *s);
 
 /* The CPU rings and the fd to poll for each. */
 size_t kf_sampler_rings(kf_sampler_t *s, kf_ring_t **rings, const int **fds);
+
+/* The switch-in stamps of CPU-wide off-CPU sampling, or NULL: the
+ * collector drains them with the rings. */
+kf_switchin_t *kf_sampler_switchin(kf_sampler_t *s);
 
 /* Sorted by id. */
 const kf_event_owner_t *kf_sampler_owners(const kf_sampler_t *s, size_t *n);
