@@ -7,7 +7,9 @@
 // Each kind's median round trip (two switches), and its extra per switch
 // as the median of per-round differences against the round's run without
 // events, with a bootstrap 95% interval. The reason kflame opens one event
-// per CPU with a BPF filter where it may (src/sample/pidfilter.h).
+// per CPU with a BPF filter where it may (src/sample/pidfilter.h), and
+// stamps off-CPU switch-ins with a tracepoint program rather than records
+// (src/sample/switchin.h).
 //
 //   node bench/switchcost.js [--rounds N] [--json bench/results/switchcost.json]
 
@@ -23,7 +25,9 @@ const KINDS = {
   dummy: 'a per-thread dummy event (one per thread and CPU)',
   clock: 'a per-thread `cpu-clock` event at 99 Hz (one per thread and CPU: kflame per thread, `perf record -p`)',
   'clock-any': 'a per-thread `cpu-clock` event on any CPU (`cpu=-1`)',
-  percpu: 'one `cpu-clock` event per CPU (`pid=-1`: kflame as root)'
+  percpu: 'one `cpu-clock` event per CPU (`pid=-1`: kflame as root)',
+  'switch-records': 'off-CPU per CPU, switch-ins from records: a context-switch event per CPU (200 samples/s) with a `PERF_RECORD_SWITCH_CPU_WIDE` record per switch',
+  'switch-tracepoint': "off-CPU per CPU, switch-ins from kflame's `sched_switch` tracepoint program instead (`src/sample/switchin.c`, nothing marked)"
 }
 
 function main () {
@@ -32,7 +36,9 @@ function main () {
   const jsonOut = args.includes('--json') ? args[args.indexOf('--json') + 1] : null
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-switchcost-'))
   const bin = path.join(dir, 'switchcost')
-  const cc = spawnSync('cc', ['-O2', '-pthread', '-o', bin, path.join(__dirname, 'c', 'switchcost.c')], { encoding: 'utf8' })
+  const src = path.join(__dirname, '..', 'src')
+  const cc = spawnSync('cc', ['-O2', '-pthread', '-I', src, '-o', bin, path.join(__dirname, 'c', 'switchcost.c'),
+    ...['switchin.c', 'bpfring.c', 'bpf.c'].map((f) => path.join(src, 'sample', f))], { encoding: 'utf8' })
   if (cc.error || cc.status !== 0) {
     console.log(`switchcost: skipped, cc failed: ${cc.error ? cc.error.message : cc.stderr.trim().split('\n')[0]}`)
     return

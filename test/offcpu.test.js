@@ -10,8 +10,12 @@
 const t = require('tap')
 const { runFixture, total, kernelAllowed, cpuWideAllowed, SHIM } = require('./helpers')
 const kflame = require('..')
+const fs = require('node:fs')
 
 const HZ = 199
+// Where the switch-in tracepoint's id is read (src/sample/switchin.c).
+const tracefs = ['/sys/kernel/tracing', '/sys/kernel/debug/tracing']
+  .some((d) => fs.existsSync(`${d}/events/sched/sched_switch/id`))
 const POINTS = 5
 
 function has (stack, re) {
@@ -68,6 +72,7 @@ if (!kernelAllowed()) {
       t.equal(stats.what, what)
       t.equal(stats.details.perfScope, scope === 'auto' ? 'cpus' : 'threads')
       t.equal(stats.details.foreign, 0, 'nothing of another process')
+      t.equal(stats.details.switchIns, scope === 'auto' && tracefs ? 'tracepoint' : 'records', 'switch-ins stamped by the tracepoint where it can be')
       const off = stacks.filter((s) => s.frames[1] === '[off-cpu]')
       const pipe = off.filter((s) => has(s, /^readPipe .*offcpu\.js:/))
       const pipeShare = share(total(pipe), stats)
@@ -123,6 +128,15 @@ t.test('off-CPU with the BPF filter refused: per-thread events instead, the reas
   t.ok(stacks.some((s) => s.frames[1] === '[off-cpu]' && has(s, /^readPipe /)), 'the waits are still there')
 })
 
+t.test('off-CPU per CPU with the tracepoint refused: switch records instead, the reason kept', { skip: !(cpuWideAllowed() && tracefs) && 'needs CPU-wide events and tracefs' }, async (t) => {
+  const { stacks, stats } = runWaits(t, 'offcpu', { LD_PRELOAD: SHIM, KFLAME_FAULT_PERF_TRACEPOINT: 'EACCES' })
+  t.equal(stats.details.perfScope, 'cpus')
+  t.equal(stats.details.switchIns, 'records')
+  t.match(stats.details.switchInsError, /permission denied/i)
+  t.ok(stacks.some((s) => s.frames[1] === '[off-cpu]' && has(s, /^readPipe /)), 'the waits are still there')
+  t.ok(stats.details.switchPaired > 0, 'paired by the records')
+})
+
 t.test('the timer sampler cannot take off-CPU profiles', async (t) => {
   t.throws(() => kflame.start({ what: 'offcpu', mode: 'timer' }), { code: 'KFLAME_ERR_OFFCPU_TIMER' })
   t.throws(() => kflame.start({ what: 'sideways' }), { code: 'KFLAME_ERR_OUT_OF_RANGE' })
@@ -150,7 +164,6 @@ t.test('pprof says which time a sample is: cpu or off_cpu nanoseconds', async (t
 
 // Every way in: the HTTP endpoints, kflame/register and the kflame command.
 const path = require('node:path')
-const fs = require('node:fs')
 const os = require('node:os')
 const { spawnSync } = require('node:child_process')
 const { request, close } = require('./fixtures/http-client')

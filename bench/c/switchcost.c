@@ -5,8 +5,13 @@
  * of `mode` open: none; a per-thread dummy event (one per thread and CPU,
  * as kflame and perf record -p open them); a per-thread cpu-clock event; a
  * per-thread cpu-clock event opened on any CPU (cpu -1); one cpu-clock
- * event per CPU (pid -1, needs root or CAP_PERFMON). Prints the mean round
- * trip in ns. Built and run by bench/switchcost.js.
+ * event per CPU (pid -1, needs root or CAP_PERFMON); for off-CPU profiles
+ * per CPU (root): one context-switch event per CPU at 200 samples a second
+ * (their rings drained by a third thread on another CPU), with a
+ * PERF_RECORD_SWITCH_CPU_WIDE record per switch, or instead kflame's
+ * sched_switch tracepoint program (src/sample/switchin.c) with nothing
+ * marked: what every switch pays. Prints the mean round trip in
+ * ns. Built and run by bench/switchcost.js.
  */
 #define _GNU_SOURCE
 #include <linux/perf_event.h>
@@ -19,6 +24,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "sample/switchin.h"
 
 static int to_peer[2], from_peer[2];
 static pid_t peer_tid;
@@ -70,9 +77,51 @@ static void open_event(unsigned config, pid_t tid, int cpu) {
   }
 }
 
+/* The records' rings, kept empty as a collector would. */
+static struct perf_event_mmap_page *record_rings[64];
+static int nrecord_rings;
+
+static void *drain_records(void *arg) {
+  (void)arg;
+  for (;;) {
+    for (int i = 0; i < nrecord_rings; i++)
+      __atomic_store_n(&record_rings[i]->data_tail,
+                       __atomic_load_n(&record_rings[i]->data_head, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+    usleep(1000);
+  }
+  return NULL;
+}
+
+static void open_switch_events(int cpu, int records) {
+  struct perf_event_attr a;
+  memset(&a, 0, sizeof a);
+  a.size = sizeof a;
+  a.type = PERF_TYPE_SOFTWARE;
+  a.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+  a.freq = 1;
+  a.sample_freq = 200;
+  a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+  a.context_switch = records;
+  a.sample_id_all = 1;
+  a.use_clockid = 1;
+  a.clockid = CLOCK_MONOTONIC;
+  a.watermark = 1;
+  int fd = (int)syscall(SYS_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0) {
+    perror("perf_event_open");
+    exit(2);
+  }
+  void *m = mmap(NULL, 65 * (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) {
+    perror("mmap");
+    exit(2);
+  }
+  record_rings[nrecord_rings++] = m;
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: switchcost none|dummy|clock|clock-any|percpu SECONDS\n");
+    fprintf(stderr, "usage: switchcost none|dummy|clock|clock-any|percpu|switch-records|switch-tracepoint SECONDS\n");
     return 1;
   }
   const char *mode = argv[1];
@@ -93,6 +142,20 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(mode, "percpu"))
     for (int cpu = 0; cpu < ncpu; cpu++) open_event(PERF_COUNT_SW_CPU_CLOCK, -1, cpu);
+  int records = !strcmp(mode, "switch-records");
+  if (records || !strcmp(mode, "switch-tracepoint")) {
+    for (int cpu = 0; cpu < ncpu && cpu < 64; cpu++) open_switch_events(cpu, records);
+    pthread_t drainer;
+    if (pthread_create(&drainer, NULL, drain_records, NULL)) return 1;
+  }
+  kf_switchin_t *ins = NULL;
+  if (!records && !strcmp(mode, "switch-tracepoint")) {
+    int rc = kf_switchin_open(0, &ins);
+    if (rc != 0) {
+      fprintf(stderr, "switchin: %s\n", strerror(-rc));
+      return 2;
+    }
+  }
   char c = 'x';
   long rounds = 0;
   double t0 = now(), t1;
@@ -105,5 +168,6 @@ int main(int argc, char **argv) {
   c = 'q';
   if (write(to_peer[1], &c, 1) != 1) return 1;
   pthread_join(t, NULL);
+  kf_switchin_close(ins);
   return 0;
 }

@@ -547,7 +547,11 @@ static void drain_all(kf_collector_t *c) {
   size_t n = kf_sampler_rings(c->sampler, &rings, &fds);
   for (size_t i = 0; i < n; i++) kf_ring_drain(&rings[i], on_record, c);
   kf_switchin_t *ins = kf_sampler_switchin(c->sampler);
-  if (ins && c->offcpu) kf_switchin_drain(ins, on_switch_in, c);
+  if (ins && c->offcpu) {
+    uint64_t corrupt = kf_switchin_corrupt(ins);
+    kf_switchin_drain(ins, on_switch_in, c);
+    c->stats.corrupt += kf_switchin_corrupt(ins) - corrupt;
+  }
 }
 
 static const char *comm_of(void *ctx, uint32_t tid) {

@@ -46,7 +46,8 @@ int kf_switchin_mark_map(const kf_switchin_t *t);
 typedef void (*kf_switchin_fn)(void *ctx, uint32_t tid, uint64_t time);
 void kf_switchin_drain(kf_switchin_t *t, kf_switchin_fn fn, void *ctx);
 
-/* Records dropped because the ring was out of sync. */
+/* Times the ring was found out of sync (the rest skipped), and records of
+ * the wrong size: counted by the collector as corrupt. */
 uint64_t kf_switchin_corrupt(const kf_switchin_t *t);
 
 /* The byte offset of next_pid in the tracepoint's record, from the text of

@@ -8,6 +8,8 @@
  *   KFLAME_FAULT_PERF_CPU_WIDE=EACCES|...  perf_event_open of an event on
  *                                every process of a CPU (pid -1) fails so
  *   KFLAME_FAULT_BPF=EPERM|EINVAL  bpf() fails so
+ *   KFLAME_FAULT_PERF_TRACEPOINT=EACCES|...  perf_event_open of a
+ *                                tracepoint event fails so
  *   KFLAME_FAULT_MLOCK_PAGES=N   mmap of a perf ring larger than 1+N pages
  *                                fails with EPERM (0: every ring fails)
  *   KFLAME_FAULT_MLOCK_BUDGET=N  perf rings share a budget of N pages, as
@@ -24,6 +26,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <linux/perf_event.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,10 +53,12 @@ long syscall(long nr, ...) {
   long a[6];
   for (int i = 0; i < 6; i++) a[i] = va_arg(ap, long);
   va_end(ap);
-  int refuse = nr == SYS_bpf ? fault_errno(getenv("KFLAME_FAULT_BPF"))
-             : nr == SYS_perf_event_open && (int)a[1] == -1 /* an int, passed as one */
-                 ? fault_errno(getenv("KFLAME_FAULT_PERF_CPU_WIDE"))
-                 : 0;
+  int refuse = 0;
+  if (nr == SYS_bpf) refuse = fault_errno(getenv("KFLAME_FAULT_BPF"));
+  if (nr == SYS_perf_event_open && ((const struct perf_event_attr *)a[0])->type == PERF_TYPE_TRACEPOINT)
+    refuse = fault_errno(getenv("KFLAME_FAULT_PERF_TRACEPOINT"));
+  if (!refuse && nr == SYS_perf_event_open && (int)a[1] == -1) /* an int, passed as one */
+    refuse = fault_errno(getenv("KFLAME_FAULT_PERF_CPU_WIDE"));
   if (refuse) {
     errno = refuse;
     return -1;
