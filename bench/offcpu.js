@@ -45,6 +45,8 @@ const KINDS = [
   { kind: 'both-99', options: { hz: 99, what: 'both', maxSwitchRate: 0 } },
   { kind: 'both-99-r1000', options: { hz: 99, what: 'both', maxSwitchRate: 1000 } },
   { kind: 'both-99-r200', options: { hz: 99, what: 'both', maxSwitchRate: 200 } },
+  // Off-CPU alone, bounded: what the switch events add to a CPU profile.
+  { kind: 'offcpu-r200', options: { what: 'offcpu', maxSwitchRate: 200 } },
   // Off-CPU per thread forced (as for any user but root): a per-thread
   // event costs its thread at every switch.
   { kind: 'both-99-r200-threads', options: { hz: 99, what: 'both', maxSwitchRate: 200, perfScope: 'threads' } },
@@ -217,6 +219,7 @@ const KIND_NAMES = {
   'both-99': 'both, 99 Hz, every switch (`maxSwitchRate: 0`, the default; as root: events per CPU)',
   'both-99-r1000': 'both, `maxSwitchRate: 1000`',
   'both-99-r200': 'both, `maxSwitchRate: 200`',
+  'offcpu-r200': 'off-CPU only, `maxSwitchRate: 200`',
   'both-99-r200-threads': 'both, `maxSwitchRate: 200`, `perfScope: \'threads\'` (per-thread events, as for any user but root)',
   'perf-99': 'floor: `perf record -F 99 -g -p` (its own process apart)'
 }

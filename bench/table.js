@@ -111,6 +111,14 @@ const BENCHES = [
     tables: (r) => require('./offcpu').readmeTables(r)
   },
   {
+    file: 'offcpu-bounded.json',
+    title: 'An HTTP server under load: bounded off-CPU sampling, switch-ins from the tracepoint',
+    script: 'bench/offcpu.js --kinds none,cpu-99,offcpu-r200,both-99-r200 --rounds 60',
+    about: (r) => `as above, ${r.rounds} rounds of ${r.windowMs / 1000} s windows, the kinds a bounded off-CPU profile ` +
+      "is made of; switch-ins stamped by kflame's sched_switch tracepoint program (the table above took them from records)",
+    tables: (r) => require('./offcpu').readmeTables(r)
+  },
+  {
     file: 'switchcost.json',
     title: 'What a perf event on a thread costs it at a context switch',
     script: 'bench/switchcost.js',
