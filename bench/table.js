@@ -113,7 +113,7 @@ const BENCHES = [
   {
     file: 'offcpu-bounded.json',
     title: 'An HTTP server under load: bounded off-CPU sampling, switch-ins from the tracepoint',
-    script: 'bench/offcpu.js --kinds none,cpu-99,offcpu-r200,both-99-r200 --rounds 60',
+    script: 'bench/offcpu.js --kinds none,cpu-99,offcpu-r200,both-99-r200 --rounds 80',
     about: (r) => `as above, ${r.rounds} rounds of ${r.windowMs / 1000} s windows, the kinds a bounded off-CPU profile ` +
       "is made of; switch-ins stamped by kflame's sched_switch tracepoint program (the table above took them from records)",
     tables: (r) => require('./offcpu').readmeTables(r)
