@@ -41,7 +41,7 @@ enum { KF_WHAT_CPU = 1, KF_WHAT_OFFCPU = 2, KF_WHAT_BOTH = 3 };
 /* The kind of an opened event (kf_event_owner_t). */
 enum { KF_KIND_CPU = 0, KF_KIND_SWITCH = 1 };
 
-/* Where the events are opened: AUTO tries one per CPU (CPU time only) and
+/* Where the events are opened: AUTO tries one per CPU (of each kind) and
  * falls back to THREADS; THREADS attaches each thread. */
 enum { KF_SCOPE_AUTO = 0, KF_SCOPE_THREADS = 1, KF_SCOPE_CPUS = 2 };
 
