@@ -1,10 +1,11 @@
 /*
  * sampler: opens the perf events that sample this process.
  *
- * CPU time, where the kernel allows it (root, or CAP_PERFMON and CAP_BPF):
- * one clock event per online CPU for every process, with a BPF program that
- * drops other processes' samples in the kernel (pidfilter.h). Else, and
- * for off-CPU profiles:
+ * Where the kernel allows it (root, or CAP_PERFMON and CAP_BPF): one clock
+ * event (and for off-CPU profiles one context-switch event, with
+ * switchin.h stamping the switch-ins) per online CPU for every process,
+ * with a BPF program that drops other processes' samples in the kernel
+ * (pidfilter.h). Else:
  * one cpu-clock (or task-clock) event per existing thread and online CPU,
  * and for off-CPU profiles one context-switch event beside it,
  * found in /proc/self/task, each with inherit=1 so threads created later are
