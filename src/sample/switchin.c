@@ -52,7 +52,8 @@ int kf_switchin_next_pid_offset(const char *format, size_t n) {
       int digits = 0;
       for (o += 7; o < eol && *o >= '0' && *o <= '9' && digits < 6; o++, digits++)
         off = off * 10 + (*o - '0');
-      if (!digits || o >= eol || *o != ';' || off % 4) return -1;
+      /* past the 8 bytes the kernel puts its own pointer in, within a page */
+      if (!digits || o >= eol || *o != ';' || off % 4 || off < 8 || off > 4096) return -1;
       return (int)off;
     }
     line = eol + 1;

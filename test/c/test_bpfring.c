@@ -147,6 +147,8 @@ static void finds_next_pid_in_the_format(void) {
   CHECK(kf_switchin_next_pid_offset(odd, sizeof odd - 1) == -1);
   static const char junk[] = "\tfield:pid_t next_pid;\toffset:x;\tsize:4;\n";
   CHECK(kf_switchin_next_pid_offset(junk, sizeof junk - 1) == -1);
+  static const char early[] = "\tfield:pid_t next_pid;\toffset:4;\tsize:4;\tsigned:1;\n";
+  CHECK(kf_switchin_next_pid_offset(early, sizeof early - 1) == -1);
   static const char cut[] = "\tfield:pid_t next_pid;\toffset:56";
   CHECK(kf_switchin_next_pid_offset(cut, sizeof cut - 1) == -1);
   static const char none[] = "\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\n";
