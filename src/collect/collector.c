@@ -547,11 +547,7 @@ static void drain_all(kf_collector_t *c) {
   size_t n = kf_sampler_rings(c->sampler, &rings, &fds);
   for (size_t i = 0; i < n; i++) kf_ring_drain(&rings[i], on_record, c);
   kf_switchin_t *ins = kf_sampler_switchin(c->sampler);
-  if (ins && c->offcpu) {
-    uint64_t corrupt = kf_switchin_corrupt(ins);
-    kf_switchin_drain(ins, on_switch_in, c);
-    c->stats.corrupt += kf_switchin_corrupt(ins) - corrupt;
-  }
+  if (ins && c->offcpu) kf_switchin_drain(ins, on_switch_in, c);
 }
 
 static const char *comm_of(void *ctx, uint32_t tid) {
@@ -810,6 +806,8 @@ void kf_collector_stop(kf_collector_t *c) {
     const int *fds;
     size_t n = kf_sampler_rings(c->sampler, &rings, &fds);
     for (size_t i = 0; i < n; i++) c->stats.corrupt += rings[i].corrupt;
+    kf_switchin_t *ins = kf_sampler_switchin(c->sampler);
+    if (ins) c->stats.corrupt += kf_switchin_corrupt(ins);
   }
   if (c->jit) c->stats.jit = *kf_jitframes_stats(c->jit);
   if (c->dwarf) c->stats.dwarf = *kf_dwarf_stats(c->dwarf);

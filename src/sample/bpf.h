@@ -26,6 +26,15 @@ static inline size_t kf_bpf_load_map(struct bpf_insn *at, int dst, int map_fd) {
   return 2;
 }
 
+/* Writes the two instructions that set `dst` to the address `offset`
+ * bytes from the frame pointer (r10): a helper's pointer into the
+ * program's stack; returns 2. */
+static inline size_t kf_bpf_stack_addr(struct bpf_insn *at, int dst, int16_t offset) {
+  at[0] = KF_INSN(BPF_ALU64 | BPF_MOV | BPF_X, dst, BPF_REG_10, 0, 0);
+  at[1] = KF_INSN(BPF_ALU64 | BPF_ADD | BPF_K, dst, 0, 0, offset);
+  return 2;
+}
+
 /* Loads a program. The licence is kflame's; these programs call no
  * GPL-only helper. Returns its fd or a negative errno. */
 int kf_bpf_prog_load(uint32_t type, const struct bpf_insn *insns, size_t n);

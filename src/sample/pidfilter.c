@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <stdint.h>
-#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -26,22 +25,21 @@ int kf_pidfilter_load(int mark_map) {
   struct bpf_insn prog[32] = {
       KF_LOAD_U64(BPF_REG_1, dev),
       KF_LOAD_U64(BPF_REG_2, ino),
-      KF_INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_3, BPF_REG_10, 0, 0),
-      KF_INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_3, 0, 0, -8),
-      KF_INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, 8),
-      KF_INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_ns_current_pid_tgid),
   };
-  size_t n = 8, failed = n++, tgid = n++, not_us = n++;
-  prog[tgid] = KF_INSN(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_0, BPF_REG_10, -4, 0);
+  size_t n = 4;
+  n += kf_bpf_stack_addr(&prog[n], BPF_REG_3, -8);
+  prog[n++] = KF_INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, 8);
+  prog[n++] = KF_INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_ns_current_pid_tgid);
+  size_t failed = n++; /* jumps to drop, written once its place is known */
+  prog[n++] = KF_INSN(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_0, BPF_REG_10, -4, 0); /* tgid */
+  size_t not_us = n++;
   if (mark_map >= 0) {
     /* mark[global tid] = tid in our namespace (switchin.h) */
     prog[n++] = KF_INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_current_pid_tgid);
     prog[n++] = KF_INSN(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_0, -12, 0);
     n += kf_bpf_load_map(&prog[n], BPF_REG_1, mark_map);
-    prog[n++] = KF_INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_10, 0, 0);
-    prog[n++] = KF_INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_2, 0, 0, -12);
-    prog[n++] = KF_INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_3, BPF_REG_10, 0, 0);
-    prog[n++] = KF_INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_3, 0, 0, -8);
+    n += kf_bpf_stack_addr(&prog[n], BPF_REG_2, -12);
+    n += kf_bpf_stack_addr(&prog[n], BPF_REG_3, -8);
     prog[n++] = KF_INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, BPF_ANY);
     prog[n++] = KF_INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_update_elem);
   }

@@ -112,8 +112,7 @@ static int load_program(int next_pid, int mark_map, int ring_map) {
   prog[n++] = KF_INSN(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_1, BPF_REG_6, (int16_t)next_pid, 0);
   prog[n++] = KF_INSN(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_1, -4, 0);
   n += kf_bpf_load_map(&prog[n], BPF_REG_1, mark_map);
-  prog[n++] = KF_INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_10, 0, 0);
-  prog[n++] = KF_INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_2, 0, 0, -4);
+  n += kf_bpf_stack_addr(&prog[n], BPF_REG_2, -4);
   prog[n++] = KF_INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem);
   size_t unmarked = n++;
   /* record = { our tid, 0, now } */
@@ -123,15 +122,13 @@ static int load_program(int next_pid, int mark_map, int ring_map) {
   prog[n++] = KF_INSN(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_7, -24, 0);
   prog[n++] = KF_INSN(BPF_ST | BPF_MEM | BPF_W, BPF_REG_10, 0, -20, 0);
   n += kf_bpf_load_map(&prog[n], BPF_REG_1, ring_map);
-  prog[n++] = KF_INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_10, 0, 0);
-  prog[n++] = KF_INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_2, 0, 0, -24);
+  n += kf_bpf_stack_addr(&prog[n], BPF_REG_2, -24);
   prog[n++] = KF_INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_3, 0, 0, 16);
   /* the collector drains on its own schedule: no wake-up per record */
   prog[n++] = KF_INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, BPF_RB_NO_WAKEUP);
   prog[n++] = KF_INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_ringbuf_output);
   n += kf_bpf_load_map(&prog[n], BPF_REG_1, mark_map);
-  prog[n++] = KF_INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_10, 0, 0);
-  prog[n++] = KF_INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_2, 0, 0, -4);
+  n += kf_bpf_stack_addr(&prog[n], BPF_REG_2, -4);
   prog[n++] = KF_INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_delete_elem);
   size_t out = n;
   prog[n++] = KF_INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0);
