@@ -228,6 +228,7 @@ int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
                                  .symbols_ready = &s->symbols_ready,
                                  .keep_tiers = opts->keep_tiers,
                                  .timeline_max = opts->timeline_max,
+                                 .started_ns = s->started_ns,
                                  .offcpu_period_ns = 1000000000ULL /
                                      (opts->sampler.hz ? opts->sampler.hz : 99)};
     if (!s->preloaded) {

@@ -760,7 +760,8 @@ int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
   c->own_sources = !sampler || kf_sampler_info(sampler)->scope == KF_SCOPE_CPUS;
   c->stacks = kf_stacks_new();
   c->agg = kf_aggregate_new(opts->timeline_max);
-  c->folded_at = c->window_start = kf_now_ns();
+  c->folded_at = kf_now_ns();
+  c->window_start = opts->started_ns ? opts->started_ns : c->folded_at;
   pthread_mutex_init(&c->lock, NULL);
   pthread_cond_init(&c->window_done, NULL);
   c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

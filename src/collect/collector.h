@@ -47,6 +47,10 @@ typedef struct kf_collector_opts {
   int keep_tiers;         /* "~foo" and "*foo" stay apart */
   uint64_t timeline_max;  /* samples the timeline keeps (timeline.h) */
   uint64_t offcpu_period_ns; /* off-CPU time one sample stands for (1/hz) */
+  /* When sampling began (CLOCK_MONOTONIC ns, taken before the sampler was
+   * opened: its first samples are stamped before the collector starts), or
+   * 0 for now. The first window starts here. */
+  uint64_t started_ns;
   /* Called first on the collector's thread, or NULL: work that would
    * otherwise hold up the thread calling kf_collector_start (the profiler
    * starts its symbol preload thread from here: a new thread can take the
