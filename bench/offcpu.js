@@ -45,8 +45,10 @@ const KINDS = [
   { kind: 'both-99', options: { hz: 99, what: 'both', maxSwitchRate: 0 } },
   { kind: 'both-99-r1000', options: { hz: 99, what: 'both', maxSwitchRate: 1000 } },
   { kind: 'both-99-r200', options: { hz: 99, what: 'both', maxSwitchRate: 200 } },
+  { kind: 'both-99-r100', options: { hz: 99, what: 'both', maxSwitchRate: 100 } },
   // Off-CPU alone, bounded: what the switch events add to a CPU profile.
   { kind: 'offcpu-r200', options: { what: 'offcpu', maxSwitchRate: 200 } },
+  { kind: 'offcpu-r100', options: { what: 'offcpu', maxSwitchRate: 100 } },
   // Off-CPU per thread forced (as for any user but root): a per-thread
   // event costs its thread at every switch.
   { kind: 'both-99-r200-threads', options: { hz: 99, what: 'both', maxSwitchRate: 200, perfScope: 'threads' } },
@@ -220,6 +222,8 @@ const KIND_NAMES = {
   'both-99-r1000': 'both, `maxSwitchRate: 1000`',
   'both-99-r200': 'both, `maxSwitchRate: 200`',
   'offcpu-r200': 'off-CPU only, `maxSwitchRate: 200`',
+  'offcpu-r100': 'off-CPU only, `maxSwitchRate: 100`',
+  'both-99-r100': 'both, `maxSwitchRate: 100`',
   'both-99-r200-threads': 'both, `maxSwitchRate: 200`, `perfScope: \'threads\'` (per-thread events, as for any user but root)',
   'perf-99': 'floor: `perf record -F 99 -g -p` (its own process apart)'
 }

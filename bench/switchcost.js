@@ -27,7 +27,9 @@ const KINDS = {
   'clock-any': 'a per-thread `cpu-clock` event on any CPU (`cpu=-1`)',
   percpu: 'one `cpu-clock` event per CPU (`pid=-1`: kflame as root)',
   'switch-records': 'off-CPU per CPU, switch-ins from records: a context-switch event per CPU (200 samples/s) with a `PERF_RECORD_SWITCH_CPU_WIDE` record per switch',
-  'switch-tracepoint': "off-CPU per CPU, switch-ins from kflame's `sched_switch` tracepoint program instead (`src/sample/switchin.c`, nothing marked)"
+  'switch-tracepoint': "off-CPU per CPU, switch-ins from kflame's `sched_switch` tracepoint program instead (`src/sample/switchin.c`, nothing marked)",
+  'switch-events': 'of which the context-switch events per CPU alone (no records, no tracepoint)',
+  tracepoint: 'of which the tracepoint program alone'
 }
 
 function main () {

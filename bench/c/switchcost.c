@@ -10,8 +10,9 @@
  * (their rings drained by a third thread on another CPU), with a
  * PERF_RECORD_SWITCH_CPU_WIDE record per switch, or instead kflame's
  * sched_switch tracepoint program (src/sample/switchin.c) with nothing
- * marked: what every switch pays. Prints the mean round trip in
- * ns. Built and run by bench/switchcost.js.
+ * marked: what every switch pays; and each of the two alone (the
+ * context-switch events without records; the tracepoint program without
+ * them). Prints the mean round trip in ns. Built and run by bench/switchcost.js.
  */
 #define _GNU_SOURCE
 #include <linux/perf_event.h>
@@ -121,7 +122,7 @@ static void open_switch_events(int cpu, int records) {
 
 int main(int argc, char **argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: switchcost none|dummy|clock|clock-any|percpu|switch-records|switch-tracepoint SECONDS\n");
+    fprintf(stderr, "usage: switchcost none|dummy|clock|clock-any|percpu|switch-records|switch-tracepoint|switch-events|tracepoint SECONDS\n");
     return 1;
   }
   const char *mode = argv[1];
@@ -143,13 +144,13 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "percpu"))
     for (int cpu = 0; cpu < ncpu; cpu++) open_event(PERF_COUNT_SW_CPU_CLOCK, -1, cpu);
   int records = !strcmp(mode, "switch-records");
-  if (records || !strcmp(mode, "switch-tracepoint")) {
+  if (records || !strcmp(mode, "switch-tracepoint") || !strcmp(mode, "switch-events")) {
     for (int cpu = 0; cpu < ncpu && cpu < 64; cpu++) open_switch_events(cpu, records);
     pthread_t drainer;
     if (pthread_create(&drainer, NULL, drain_records, NULL)) return 1;
   }
   kf_switchin_t *ins = NULL;
-  if (!records && !strcmp(mode, "switch-tracepoint")) {
+  if (!strcmp(mode, "switch-tracepoint") || !strcmp(mode, "tracepoint")) {
     int rc = kf_switchin_open(0, &ins);
     if (rc != 0) {
       fprintf(stderr, "switchin: %s\n", strerror(-rc));
