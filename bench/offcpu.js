@@ -78,6 +78,8 @@ function child (windowMs) {
     if (msg.cmd !== 'window') return
     const k = KINDS.find((x) => x.kind === msg.kind)
     if (k.options) kflame.start(k.options)
+    const ctx0 = contextSwitches()
+    const threads0 = threadCpu()
     const cpu0 = process.cpuUsage()
     const served0 = served
     const t0 = process.hrtime.bigint()
@@ -85,14 +87,47 @@ function child (windowMs) {
       const cpu = process.cpuUsage(cpu0)
       const requests = served - served0
       const wallMs = Number(process.hrtime.bigint() - t0) / 1e6
+      const ctxSwitches = contextSwitches() - ctx0
+      const threads = threadCpu()
+      for (const [name, ns] of Object.entries(threads0)) threads[name] = (threads[name] || 0) - ns
       let switches = 0
+      let switchIns = null
       if (k.options) {
         const p = kflame.stop()
         switches = p.stats.details.switchSamples
+        switchIns = p.stats.details.switchIns
       }
-      process.send({ kind: k.kind, requests, cpuMs: (cpu.user + cpu.system) / 1000, wallMs, switches })
+      process.send({ kind: k.kind, requests, cpuMs: (cpu.user + cpu.system) / 1000, sysMs: cpu.system / 1000, wallMs, switches, ctxSwitches, switchIns, threads })
     }, windowMs)
   })
+}
+
+// The server's context switches so far, every thread's (threads that ended
+// drop out: the server's do not end).
+function contextSwitches () {
+  let n = 0
+  for (const tid of fs.readdirSync('/proc/self/task')) {
+    try {
+      const status = fs.readFileSync(`/proc/self/task/${tid}/status`, 'utf8')
+      for (const m of status.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)/gm)) n += Number(m[1])
+    } catch {} // ended meanwhile
+  }
+  return n
+}
+
+// CPU ns of the server's threads so far: the event loop's, kflame's own
+// threads', and the rest's (libuv's pool and V8's helpers, all named node).
+function threadCpu () {
+  const out = {}
+  for (const tid of fs.readdirSync('/proc/self/task')) {
+    try {
+      const comm = fs.readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim()
+      const ns = Number(fs.readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ')[0])
+      const kind = tid === String(process.pid) ? 'main' : /^kflame/.test(comm) ? 'kflame' : 'other'
+      out[kind] = (out[kind] || 0) + ns
+    } catch {} // ended meanwhile
+  }
+  return out
 }
 
 // Sends requests one after another on one keep-alive connection until
@@ -183,6 +218,9 @@ async function main () {
     const mine = runs.filter((x) => x.kind === kind)
     const base = (x) => runs.find((b) => b.round === x.round && b.kind === 'none')
     const ratios = mine.map((x) => perReq(x) / perReq(base(x)) - 1)
+    // the kernel's part alone (switch events, programs, callchain walks and
+    // stack copies are system time): less noisy than the JS's user time
+    const sysRatios = mine.map((x) => (x.sysMs / x.requests - base(x).sysMs / base(x).requests) / perReq(base(x)))
     const rate = (x) => x.requests / x.wallMs
     const throughput = mine.map((x) => rate(x) / rate(base(x)) - 1)
     const p99 = mine.map((x) => x.p99Ms / base(x).p99Ms - 1)
@@ -191,9 +229,15 @@ async function main () {
       reqPerS: median(mine.map((x) => x.requests / x.wallMs * 1000)),
       cpuUsPerReq: median(mine.map(perReq)) * 1000,
       switchSamplesPerS: median(mine.map((x) => x.switches / x.wallMs * 1000)),
+      switchSamplesPerReq: median(mine.map((x) => x.switches / x.requests)),
+      contextSwitchesPerReq: median(mine.map((x) => x.ctxSwitches / x.requests)),
+      threadUsPerReq: Object.fromEntries(['main', 'kflame', 'other'].map((t) =>
+        [t, median(mine.map((x) => (x.threads[t] || 0) / 1000 / x.requests))])),
       perfOwnCpuUsPerReq: kind === 'perf-99' ? median(mine.map((x) => x.perfCpuMs / x.requests)) * 1000 : null,
       p99Ms: median(mine.map((x) => x.p99Ms)),
       extraCpuPerReq: kind === 'none' ? null : summarize(ratios, 7),
+      sysUsPerReq: median(mine.map((x) => x.sysMs / x.requests)) * 1000,
+      extraSysPerReq: kind === 'none' ? null : summarize(sysRatios, 10),
       throughputChange: kind === 'none' ? null : summarize(throughput, 8),
       p99Change: kind === 'none' ? null : summarize(p99, 9)
     }
@@ -208,9 +252,60 @@ async function main () {
       `${r.p99Ms.toFixed(2)} | ${ci(r.extraCpuPerReq)} | ${ci(r.throughputChange)} | ${ci(r.p99Change)} |` +
       `${r.perfOwnCpuUsPerReq !== null ? ` (perf's own process: ${r.perfOwnCpuUsPerReq.toFixed(1)} µs/req)` : ''}`)
   }
-  if (jsonOut) writeResults(jsonOut, machine, { rounds, windowMs, connections: CONNECTIONS, rows, runs })
+  for (const r of rows) {
+    console.log(`offcpu: ${r.kind}: system ${r.sysUsPerReq.toFixed(2)} µs/req, extra ${ci(r.extraSysPerReq)} of the CPU/req; ` +
+      `${r.contextSwitchesPerReq.toFixed(2)} switches/req; CPU µs/req by thread: ` +
+      Object.entries(r.threadUsPerReq).map(([t, us]) => `${t} ${us.toFixed(2)}`).join(', '))
+  }
+  const attributed = attribute(rows, runs)
+  for (const a of attributed) {
+    console.log(`offcpu: ${a.kind} attributed: ${pct(a.extra)} [${pct(a.low)}, ${pct(a.high)}] CPU/req = ` +
+      `${a.contextSwitchesPerReq.toFixed(2)} switches/req × ${a.perSwitchUs.map((v) => v.toFixed(2)).join('-')} µs ` +
+      `+ ${a.switchSamplesPerReq.toFixed(4)} stacks/req × ${a.perSampleUs.map((v) => v.toFixed(1)).join('-')} µs`)
+  }
+  if (jsonOut) writeResults(jsonOut, machine, { rounds, windowMs, connections: CONNECTIONS, rows, attributed, runs })
 }
 
+// What a bounded off-CPU profile costs, attributed: a window's difference
+// of a few percent is within this VM's noise, but its two parts are each
+// measured with a tight interval. Every context switch on the machine pays
+// the per-CPU switch events and the sched_switch program (bench/switchcost.js:
+// its switch-tracepoint row, this machine's), and every switched-out stack
+// taken costs what the unbounded kind's stacks cost each (both-99, which
+// takes tens of thousands a second: its extra CPU against cpu-99's, per
+// stack). So a kind's cost is the unprofiled server's switches per request
+// times the first plus its stacks per request times the second, the
+// interval from both intervals' ends. Only where the run took switch-ins
+// from the tracepoint (as root with tracefs), and both-99 and cpu-99 ran.
+function attribute (rows, runs) {
+  const row = (kind) => rows.find((r) => r.kind === kind)
+  const none = row('none')
+  const every = row('both-99')
+  const cpu = row('cpu-99')
+  const file = path.join(__dirname, 'results', 'switchcost.json')
+  const perSwitch = fs.existsSync(file) &&
+    JSON.parse(fs.readFileSync(file, 'utf8')).rows.find((r) => r.kind === 'switch-tracepoint')
+  const tracepoint = runs.some((x) => x.switchIns === 'tracepoint') && !runs.some((x) => x.switchIns === 'records')
+  if (!none || !every || !cpu || !perSwitch || !perSwitch.extraPerSwitch || !tracepoint) return []
+  const switchUs = [perSwitch.extraPerSwitch.median, ...perSwitch.extraPerSwitch.ci95].map((ns) => ns / 1000)
+  // both-99's extra over cpu-99's, per stack it took (µs): median, low, high
+  const extraUs = (e, i) => [e.median, e.ci95[0], e.ci95[1]][i] * none.cpuUsPerReq
+  const sampleUs = [0, 1, 2].map((i) => (extraUs(every.extraCpuPerReq, i) - extraUs(cpu.extraCpuPerReq, [0, 2, 1][i])) /
+    every.switchSamplesPerReq)
+  return rows.filter((r) => r.switchSamplesPerReq > 0 && r.kind !== 'both-99').map((r) => {
+    const at = (i) => (none.contextSwitchesPerReq * switchUs[i] + r.switchSamplesPerReq * sampleUs[i]) / none.cpuUsPerReq
+    return {
+      kind: r.kind,
+      extra: at(0),
+      low: at(1),
+      high: at(2),
+      contextSwitchesPerReq: none.contextSwitchesPerReq,
+      perSwitchUs: switchUs.slice(1),
+      switchSamplesPerReq: r.switchSamplesPerReq,
+      perSampleUs: sampleUs.slice(1)
+    }
+  })
+}
 
 // Rows of docs/benchmarks.md (bench/table.js), with the words the table needs beside it.
 const KIND_NAMES = {
@@ -228,13 +323,22 @@ const KIND_NAMES = {
   'perf-99': 'floor: `perf record -F 99 -g -p` (its own process apart)'
 }
 function readmeTables (r) {
+  const attributed = (r.attributed || []).length === 0 ? [] : [
+    '',
+    '| kind | attributed extra CPU / request | server switches / request (unprofiled) × cost of a switch | switched-out stacks / request × cost of a stack |',
+    '| --- | --- | --- | --- |',
+    ...r.attributed.map((a) => `| ${KIND_NAMES[a.kind] || a.kind} | ${pct(a.extra)} [${pct(a.low)}, ${pct(a.high)}] | ` +
+      `${a.contextSwitchesPerReq.toFixed(2)} × ${a.perSwitchUs.map((v) => v.toFixed(2)).join('-')} µs | ` +
+      `${a.switchSamplesPerReq.toFixed(4)} × ${a.perSampleUs.map((v) => v.toFixed(1)).join('-')} µs |`)
+  ]
   return [
     '| kind | req/s | server CPU µs/req | switch stacks/s | extra CPU / request | throughput | probe p99 latency |',
     '| --- | --- | --- | --- | --- | --- | --- |',
     ...r.rows.map((x) => `| ${KIND_NAMES[x.kind] || x.kind} | ${Math.round(x.reqPerS).toLocaleString('en')} | ${x.cpuUsPerReq.toFixed(1)} | ` +
       `${x.switchSamplesPerS ? Math.round(x.switchSamplesPerS).toLocaleString('en') : '-'} | ` +
       `${ci(x.extraCpuPerReq)}${x.perfOwnCpuUsPerReq ? `; perf's own process ${x.perfOwnCpuUsPerReq.toFixed(1)} µs/req` : ''} | ` +
-      `${ci(x.throughputChange)} | ${x.p99Ms ? `${x.p99Ms.toFixed(2)} ms` : ''}${x.p99Change ? `, ${ci(x.p99Change)}` : ''} |`)
+      `${ci(x.throughputChange)} | ${x.p99Ms ? `${x.p99Ms.toFixed(2)} ms` : ''}${x.p99Change ? `, ${ci(x.p99Change)}` : ''} |`),
+    ...attributed
   ]
 }
 

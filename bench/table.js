@@ -119,6 +119,17 @@ const BENCHES = [
     tables: (r) => require('./offcpu').readmeTables(r)
   },
   {
+    file: 'offcpu-attributed.json',
+    title: 'An HTTP server under load: bounded off-CPU sampling, direct and attributed',
+    script: 'bench/offcpu.js --kinds none,cpu-99,both-99,offcpu-r100,offcpu-r200,both-99-r100,both-99-r200 --rounds 50',
+    about: (r) => `as above, ${r.rounds} rounds of ${r.windowMs / 1000} s windows, with switch-ins from the tracepoint; the second ` +
+      "table attributes each bounded kind's cost to its parts: the unprofiled server's context switches per request times " +
+      "what a switch costs (bench/switchcost.js's tracepoint row, its 95% interval), plus the kind's switched-out stacks " +
+      'per request times what a stack costs (the every-switch kind\'s extra CPU over CPU sampling\'s, per stack, from both ' +
+      'intervals\' ends)',
+    tables: (r) => require('./offcpu').readmeTables(r)
+  },
+  {
     file: 'switchcost.json',
     title: 'What a perf event on a thread costs it at a context switch',
     script: 'bench/switchcost.js',
