@@ -38,6 +38,7 @@
         "src/unwind/userstack.c",
         "src/jit/v8frames.c",
         "src/jit/jitlines.c",
+        "src/jit/v8inline.c",
         "src/jit/jithook.c",
         "src/collect/labels.c",
         "src/util/sigwatch.c",

@@ -171,6 +171,10 @@ export interface ProfileDetails {
   interpretedUnnamed: number
   runningAdded: number
   inlinedFrames: number
+  inlinedExact: number
+  inlinedUnnamed: number
+  inliningRead: number
+  inliningFailed: number
   nativeFromDebug: number
   nativeFolded: number
   dwarfTried: number

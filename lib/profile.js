@@ -285,6 +285,13 @@ function makeStats (raw, labels = null, workers = null) {
       interpretedUnnamed: raw.interpretedUnnamed,
       runningAdded: raw.runningAdded,
       inlinedFrames: raw.inlinedFrames,
+      // Of those, from V8's own inlining ids; inlined functions left out
+      // (not nameable); optimized code whose inlining was read, or could
+      // not be (since the addon loaded).
+      inlinedExact: raw.inlinedExact,
+      inlinedUnnamed: raw.inlinedUnnamed,
+      inliningRead: raw.inliningRead,
+      inliningFailed: raw.inliningFailed,
       // Native names (distinct addresses): from separate debug files or
       // MiniDebugInfo, and folded into "[object]" for want of a symbol.
       nativeFromDebug: raw.nativeFromDebug,

@@ -19,7 +19,7 @@ case "$seconds" in
   '' | *[!0-9]*) echo "fuzz: seconds must be a whole number, not '$seconds'" >&2; exit 2 ;;
 esac
 [ $# -gt 0 ] && shift
-all=(fuzz_folded fuzz_svg fuzz_ring fuzz_elf fuzz_unwind fuzz_dwarf fuzz_bpfring)
+all=(fuzz_folded fuzz_svg fuzz_ring fuzz_elf fuzz_unwind fuzz_dwarf fuzz_bpfring fuzz_v8inline)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 for t in "${targets[@]}"; do

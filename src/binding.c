@@ -337,6 +337,10 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
                      (double)st->interpreted_unnamed));
   CHECK(env, set_num(env, o, "runningAdded", (double)st->running_added));
   CHECK(env, set_num(env, o, "inlinedFrames", (double)st->inlined));
+  CHECK(env, set_num(env, o, "inlinedExact", (double)st->inlined_exact));
+  CHECK(env, set_num(env, o, "inlinedUnnamed", (double)st->inlined_unnamed));
+  CHECK(env, set_num(env, o, "inliningRead", (double)st->inlining_read));
+  CHECK(env, set_num(env, o, "inliningFailed", (double)st->inlining_failed));
   CHECK(env, set_num(env, o, "nativeFromDebug", (double)st->native_from_debug));
   CHECK(env, set_num(env, o, "nativeFolded", (double)st->native_folded));
   CHECK(env, set_num(env, o, "dwarfTried", (double)st->dwarf.tried));

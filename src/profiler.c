@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "profiler.h"
 
+#include "jit/v8inline.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -402,6 +404,12 @@ int kf_session_stop(kf_session_t *s, kf_profile_t *out) {
   st->interpreted_unnamed = cs->jit.interpreted_unnamed;
   st->running_added = cs->jit.running_added;
   st->inlined = cs->jit.inlined;
+  st->inlined_exact = cs->jit.inlined_exact;
+  st->inlined_unnamed = cs->jit.inlined_unnamed;
+  kf_v8inline_stats_t vs;
+  kf_v8inline_stats(&vs);
+  st->inlining_read = vs.read;
+  st->inlining_failed = vs.failed;
   st->stack_copies_short = cs->jit.copy_short;
   st->stack_copies = cs->stack_copies;
   st->stack_copy_bytes = cs->stack_bytes;

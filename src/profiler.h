@@ -99,6 +99,9 @@ typedef struct kf_profile_stats {
    * "(interpreted)", running functions put back under a handler. */
   uint64_t interpreted_named, interpreted_unnamed, running_added;
   uint64_t inlined;              /* inlined frames added */
+  uint64_t inlined_exact, inlined_unnamed; /* from V8's inlining ids; left out */
+  uint64_t inlining_read, inlining_failed; /* optimized code whose inlining
+                                              was read, or not (since load) */
   /* Distinct native addresses named from separate debug files or
    * MiniDebugInfo, and folded into "[object]" (symbolizer.h). */
   uint64_t native_from_debug, native_folded;

@@ -422,6 +422,17 @@ int kf_codemap_positions(kf_codemap_t *m, uint64_t addr, uint64_t t,
   return rc;
 }
 
+int kf_codemap_inlined(kf_codemap_t *m, uint64_t addr, uint64_t t, int64_t *out,
+                       size_t cap) {
+  int rc = -1;
+  pthread_mutex_lock(&m->lock);
+  const code_t *e = live_at(m, addr);
+  if (!e || e->born > t) e = dead_at(m, addr, t);
+  if (e && e->lines) rc = kf_lines_inlined(e->lines, (uint32_t)(addr - e->start), out, cap);
+  pthread_mutex_unlock(&m->lock);
+  return rc;
+}
+
 void kf_codemap_keep_dead(kf_codemap_t *m, int on) {
   pthread_mutex_lock(&m->lock);
   /* Counted: a session stopping in one thread still names with dead code

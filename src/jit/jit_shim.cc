@@ -2,9 +2,11 @@
 // and the only one that includes <v8.h>; everything else is C (jithook.c).
 // The handler allocates nothing on the V8 heap, does no I/O, throws
 // nothing, and ignores event types it does not know.
+#include <string.h>
 #include <v8.h>
 
 #include "jit/jithook.h"
+#include "jit/v8inline.h"
 
 namespace {
 
@@ -53,6 +55,17 @@ class PendingLines {
 
 thread_local PendingLines pending;
 
+// TurboFan's and Maglev's code: V8 marks their names "*" and "+" after
+// the "JS:" or "LazyCompile:" prefix ("^" is Sparkplug's, which inlines
+// nothing).
+bool IsOptimized(const v8::JitCodeEvent* event) {
+  const char* name = event->name.str;
+  size_t len = event->name.len;
+  const char* colon = name ? static_cast<const char*>(memchr(name, ':', len)) : nullptr;
+  if (colon == nullptr || colon + 1 >= name + len) return false;
+  return colon[1] == '*' || colon[1] == '+';
+}
+
 void OnCodeEvent(const v8::JitCodeEvent* event) {
   uintptr_t isolate = reinterpret_cast<uintptr_t>(event->isolate);
   switch (event->type) {
@@ -61,6 +74,14 @@ void OnCodeEvent(const v8::JitCodeEvent* event) {
       // executed, but interpreter frames hold the array, so it names them.
       uintptr_t start = reinterpret_cast<uintptr_t>(event->code_start);
       kf_lines_t* lines = pending.Claim(start);
+      // Optimized code: V8's own inlining, where kflame can read it, in
+      // place of the line events' offsets (the same entries, without ids).
+      if (event->code_type == v8::JitCodeEvent::JIT_CODE && IsOptimized(event)) {
+        if (kf_lines_t* exact = kf_v8inline_read(start)) {
+          kf_lines_release(lines);
+          lines = exact;
+        }
+      }
       uint32_t script =
           event->script.IsEmpty() ? 0 : static_cast<uint32_t>(event->script->GetId()) + 1;
       kf_jithook_added(isolate, start, event->code_len, event->name.str,
@@ -102,6 +123,7 @@ extern "C" uintptr_t kf_jit_shim_arm(void) {
   // A second copy of the addon in this isolate (a worker that requires
   // kflame and is also armed through the inspector) shares the handler.
   if (kf_jithook_retain(id) > 1) return id;
+  kf_v8inline_setup(v8::V8::GetVersion());
   enumerating = true;
   isolate->SetJitCodeEventHandler(v8::kJitCodeEventEnumExisting, OnCodeEvent);
   enumerating = false;

@@ -25,6 +25,8 @@ typedef struct cached_frame {
   uint64_t token; /* 0: no code known there */
   kf_code_info_t info;
   int ninlined;
+  int exact;   /* the inlined functions are V8's own (v8inline.h) */
+  int unnamed; /* and so many V8 told of were left out */
   uint64_t inlined[KF_JITFRAMES_MAX_INLINED];
 } cached_frame_t;
 
@@ -238,11 +240,44 @@ static int recurs(const int64_t owners[WINDOW], int from, int dir, int64_t calle
   return 0;
 }
 
+/* The same from V8's own inlining (v8inline.h), where the code's table
+ * has it: each inlined function's source offset names it, and a frame that
+ * names nothing (another script's function, or an offset two functions
+ * claim) is left out, not guessed. Returns -1 when the table has no
+ * inlining, so that the inference below runs instead. */
+static int exact_inlined(kf_jitframes_t *j, uint64_t addr, uint64_t time,
+                         const kf_code_info_t *info,
+                         uint64_t chain[KF_JITFRAMES_MAX_INLINED], int *exact, int *unnamed) {
+  int64_t positions[KF_JITFRAMES_MAX_INLINED], owners[KF_JITFRAMES_MAX_INLINED];
+  int n = kf_codemap_inlined(j->map, addr, time, positions, KF_JITFRAMES_MAX_INLINED);
+  if (n < 0) return n;
+  *exact = 1;
+  if (n == 0) return 0;
+  kf_funcpos_owners(j->funcpos, info->script, positions, (size_t)n, owners);
+  char name[NAME_BYTES];
+  int made = 0;
+  for (int k = 0; k < n; k++) {
+    if (positions[k] < 0 || owners[k] < 0 ||
+        kf_funcpos_name(j->funcpos, owners[k], name, sizeof name) < 0) {
+      (*unnamed)++;
+      continue;
+    }
+    int rc = token_of(j, name, info->tier, 1, &chain[made]);
+    if (rc < 0) return rc;
+    made += rc;
+  }
+  return made;
+}
+
 static int inlined_at(kf_jitframes_t *j, uint64_t addr, uint64_t time,
                       const kf_code_info_t *info, const char *outer_name,
-                      uint64_t chain[KF_JITFRAMES_MAX_INLINED]) {
+                      uint64_t chain[KF_JITFRAMES_MAX_INLINED], int *exact,
+                      int *unnamed) {
   char name[NAME_BYTES], near[NAME_BYTES];
+  *exact = *unnamed = 0;
   if (!j->funcpos || info->kind != KF_CODE_JS || info->positions[1] < 0) return 0;
+  int told = exact_inlined(j, addr, time, info, chain, exact, unnamed);
+  if (told >= 0) return told;
   /* Every JS frame comes here: the three offsets' owners in one lookup,
    * a name fetched only for a confirmed inlined function. */
   int64_t around[3];
@@ -351,7 +386,10 @@ static int running_function(kf_jitframes_t *j, uint64_t time,
     if (rc > 0 && next.start == caller.start) return 0;
   }
   /* The call may be in a function inlined into the caller's code. */
-  rc = inlined_at(j, ret - 1, time, &caller, name, tokens);
+  int exact, unnamed;
+  rc = inlined_at(j, ret - 1, time, &caller, name, tokens, &exact, &unnamed);
+  if (rc > 0 && exact) j->stats.inlined_exact += (uint64_t)rc;
+  j->stats.inlined_unnamed += (uint64_t)unnamed;
   if (rc < 0) return rc;
   tokens[rc] = caller_token;
   return rc + 1;
@@ -363,7 +401,8 @@ static int running_function(kf_jitframes_t *j, uint64_t time,
  * code is known there, or -ENOMEM. */
 static int code_at(kf_jitframes_t *j, uint64_t at, uint64_t time,
                    uint64_t *token, kf_code_info_t *info,
-                   uint64_t chain[KF_JITFRAMES_MAX_INLINED], int *ninlined) {
+                   uint64_t chain[KF_JITFRAMES_MAX_INLINED], int *ninlined,
+                   int *exact, int *unnamed) {
   cached_frame_t *c = j->cache ? &j->cache[kf_hash_mix(at) & (CACHE_SLOTS - 1)] : NULL;
   if (c && c->addr == at && time >= c->stable_since &&
       c->generation == kf_codemap_generation(j->map)) {
@@ -371,13 +410,15 @@ static int code_at(kf_jitframes_t *j, uint64_t at, uint64_t time,
     *token = c->token;
     *info = c->info;
     *ninlined = c->ninlined;
+    *exact = c->exact;
+    *unnamed = c->unnamed;
     memcpy(chain, c->inlined, (size_t)c->ninlined * sizeof(uint64_t));
     return c->token != 0;
   }
   char name[NAME_BYTES];
   int rc = named_token_at(j, at, time, token, info, name);
-  *ninlined = 0;
-  if (rc == 1) *ninlined = inlined_at(j, at, time, info, name, chain);
+  *ninlined = *exact = *unnamed = 0;
+  if (rc == 1) *ninlined = inlined_at(j, at, time, info, name, chain, exact, unnamed);
   if (rc < 0 || *ninlined < 0) return -ENOMEM;
   if (c && info->stable_since != UINT64_MAX) {
     *c = (cached_frame_t){.addr = at,
@@ -385,7 +426,9 @@ static int code_at(kf_jitframes_t *j, uint64_t at, uint64_t time,
                           .stable_since = info->stable_since,
                           .token = rc ? *token : 0,
                           .info = *info,
-                          .ninlined = *ninlined};
+                          .ninlined = *ninlined,
+                          .exact = *exact,
+                          .unnamed = *unnamed};
     memcpy(c->inlined, chain, (size_t)*ninlined * sizeof(uint64_t));
   }
   return rc;
@@ -443,18 +486,20 @@ int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
     /* A return address is looked up at its call instruction: one byte
      * before it is still the call, also when the call ends the code. */
     uint64_t at = k > 0 && ips[i] > 0 ? ips[i] - 1 : ips[i];
-    int found = 0;
-    int rc = code_at(j, at, time, &token, &info, chain, &found);
+    int found = 0, exact = 0, unnamed = 0;
+    int rc = code_at(j, at, time, &token, &info, chain, &found, &exact, &unnamed);
     if (rc < 0) return -ENOMEM;
     if (rc == 0) continue;
     out[n - 1] = token;
     j->stats.named++;
+    j->stats.inlined_unnamed += (uint64_t)unnamed;
     if (found) {
       /* leaf first: the inlined functions, then the code they are in */
       memcpy(&out[n - 1], chain, (size_t)found * sizeof(uint64_t));
       n += (uint32_t)found - 1;
       out[n++] = token;
       j->stats.inlined += (uint64_t)found;
+      if (exact) j->stats.inlined_exact += (uint64_t)found;
       continue;
     }
     if (info.kind == KF_CODE_INTERPRETER_ENTRY) {

@@ -55,6 +55,9 @@ typedef struct kf_jitframes_stats {
    * it: the callchain skips them. */
   uint64_t running_added;
   uint64_t inlined;             /* inlined frames added */
+  /* Of those, from V8's own inlining ids (v8inline.h); and inlined
+   * functions V8 told of that could not be named (left out). */
+  uint64_t inlined_exact, inlined_unnamed;
   /* Samples with a frame to read (an interpreter frame) past the end of
    * their stack copy: it was named from the callchain alone. */
   uint64_t copy_short;

@@ -11,6 +11,7 @@
 
 typedef struct line {
   uint32_t code_offset, position;
+  int32_t inlining; /* V8's inlining id, -1: the outer function's own */
 } line_t;
 
 struct kf_lines {
@@ -18,6 +19,8 @@ struct kf_lines {
   int broken;
   line_t *lines;
   size_t n, cap;
+  kf_inlining_t *inlinings; /* by inlining id; NULL: ids not known */
+  size_t ninlinings;
 };
 
 kf_lines_t *kf_lines_new(void) {
@@ -32,7 +35,28 @@ int kf_lines_push(kf_lines_t *l, uint32_t code_offset, uint32_t position) {
     l->broken = 1;
     return -ENOMEM;
   }
-  l->lines[l->n++] = (line_t){code_offset, position};
+  l->lines[l->n++] = (line_t){code_offset, position, -1};
+  return 0;
+}
+
+int kf_lines_push_inlined(kf_lines_t *l, uint32_t code_offset, uint32_t position,
+                          int32_t inlining) {
+  int rc = kf_lines_push(l, code_offset, position);
+  if (rc == 0) l->lines[l->n - 1].inlining = inlining < 0 ? -1 : inlining;
+  return rc;
+}
+
+int kf_lines_set_inlinings(kf_lines_t *l, const kf_inlining_t *in, size_t n) {
+  if (l->broken) return -ENOMEM;
+  kf_inlining_t *copy = malloc((n ? n : 1) * sizeof(*copy));
+  if (!copy) {
+    l->broken = 1;
+    return -ENOMEM;
+  }
+  if (n) memcpy(copy, in, n * sizeof(*copy));
+  free(l->inlinings);
+  l->inlinings = copy;
+  l->ninlinings = n;
   return 0;
 }
 
@@ -52,7 +76,7 @@ void kf_lines_abandon(kf_lines_t *l) {
 
 int kf_lines_seal(kf_lines_t *l) {
   if (l->broken) return -ENOMEM;
-  qsort(l->lines, l->n, sizeof(line_t), by_offset);
+  if (l->n > 1) qsort(l->lines, l->n, sizeof(line_t), by_offset); /* lines NULL when empty */
   return 0;
 }
 
@@ -60,6 +84,7 @@ void kf_lines_retain(kf_lines_t *l) { atomic_fetch_add(&l->refs, 1); }
 
 void kf_lines_release(kf_lines_t *l) {
   if (!l || atomic_fetch_sub(&l->refs, 1) != 1) return;
+  free(l->inlinings);
   free(l->lines);
   free(l);
 }
@@ -84,6 +109,31 @@ int kf_lines_window(const kf_lines_t *l, uint32_t code_offset, size_t side,
   for (size_t k = 0; k <= side && k <= at; k++) out[side - k] = l->lines[at - k].position;
   for (size_t k = 1; k <= side && at + k < l->n; k++) out[side + k] = l->lines[at + k].position;
   return 0;
+}
+
+int kf_lines_inlined(const kf_lines_t *l, uint32_t code_offset, int64_t *out,
+                     size_t cap) {
+  if (!l->inlinings) return -1;
+  size_t lo = 0, hi = l->n; /* first entry past code_offset */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (l->lines[mid].code_offset <= code_offset) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0) return 0;
+  const line_t *at = &l->lines[lo - 1];
+  int64_t position = at->position;
+  size_t n = 0;
+  /* Each id's caller has a smaller id in V8's numbering, but a table read
+   * from memory is not trusted to say so: at most cap steps. */
+  for (int32_t id = at->inlining; id >= 0 && n < cap; n++) {
+    if ((size_t)id >= l->ninlinings) return -1; /* inconsistent: no chain */
+    const kf_inlining_t *in = &l->inlinings[id];
+    out[n] = in->other_script ? -1 : position;
+    position = in->caller_position;
+    id = in->caller;
+  }
+  return (int)n;
 }
 
 /* ---- (script, offset) -> function ------------------------------------- */

@@ -12,6 +12,10 @@
  *     function (only functions small enough to be inlined), by (script,
  *     offset) -> function. An offset two functions claim is ambiguous and
  *     names neither.
+ * Where kflame can read V8's own inlining (v8inline.h: Node 20), the
+ * code's table is V8's position table instead, each entry with its
+ * inlining id and each id with its call site (kf_lines_inlined), and the
+ * inference below is not needed. Elsewhere:
  * An instruction of optimized code belongs to an inlined function G when
  * its source offset is one of G's own (exactly, not merely inside G's
  * range) in the code's script and an adjacent entry of the table is one of
@@ -59,6 +63,29 @@ int kf_lines_at(const kf_lines_t *l, uint32_t code_offset, int64_t out[3]);
  * those k entries before and after it (out holds 2 * side + 1). */
 int kf_lines_window(const kf_lines_t *l, uint32_t code_offset, size_t side,
                     int64_t *out);
+
+/* Optimized code whose inlining V8 told (v8inline.h): each entry carries
+ * its inlining id, and each id its call site. */
+typedef struct kf_inlining {
+  int64_t caller_position; /* the call's source offset in the caller */
+  int32_t caller;          /* the caller's inlining id, -1: the outer function */
+  int32_t other_script;    /* the inlined function is of another script than
+                              the outer one: its offsets name nothing here */
+} kf_inlining_t;
+
+/* kf_lines_push with the entry's inlining id (-1: the outer function's). */
+int kf_lines_push_inlined(kf_lines_t *l, uint32_t code_offset, uint32_t position,
+                          int32_t inlining);
+/* The inlinings of the table's ids (copied). Returns 0 or -ENOMEM (the
+ * table is then broken). */
+int kf_lines_set_inlinings(kf_lines_t *l, const kf_inlining_t *in, size_t n);
+/* The functions inlined at code_offset of a sealed table, innermost first:
+ * the source offset of each in its own body into out (-1 for a function of
+ * another script), at most cap of them. Returns how many (0: the outer
+ * function's own code), or -1 when the table does not know its inlining
+ * (V8's line events only) or its ids do not hold together. */
+int kf_lines_inlined(const kf_lines_t *l, uint32_t code_offset, int64_t *out,
+                     size_t cap);
 
 typedef struct kf_funcpos kf_funcpos_t;
 

@@ -17,6 +17,7 @@
 #include "symbols/procmaps.h"
 #include "unwind/userstack.h"
 #include "jit/v8frames.h"
+#include "jit/v8inline.h"
 #include "kftest.h"
 
 #define SP 0x7ffd0000ULL
@@ -487,6 +488,107 @@ static void nested_inlining_named(void) {
   kf_codemap_free(m);
 }
 
+/* V8's position table as V8 encodes it: per entry, the code offset's
+ * delta (negated less one for a non-statement) and the SourcePosition's
+ * delta (script offset + 1 in bits 1-30, inlining id + 1 in bits 31-46),
+ * each zig-zag, 7 bits a byte. */
+static size_t put_vlq(uint8_t *p, int64_t v) {
+  uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+  size_t n = 0;
+  do {
+    p[n] = (uint8_t)(z & 0x7f) | (z > 0x7f ? 0x80 : 0);
+    z >>= 7;
+    n++;
+  } while (z);
+  return n;
+}
+static size_t v8_table(uint8_t *out, const int64_t (*e)[3], size_t n) {
+  size_t len = 0;
+  int64_t code = 0, pos = 0;
+  for (size_t i = 0; i < n; i++) {
+    int64_t p = (int64_t)(((uint64_t)(e[i][1] + 1) << 1) | ((uint64_t)(e[i][2] + 1) << 31));
+    int64_t dcode = e[i][0] - code;
+    len += put_vlq(out + len, i % 2 ? dcode : -dcode - 1); /* statements alternate */
+    len += put_vlq(out + len, p - pos);
+    code = e[i][0];
+    pos = p;
+  }
+  return len;
+}
+
+/* Inlining as V8 tells it (v8inline.h): each entry's inlining id, each
+ * id's call site. hot inlines mid (id 0), which inlines inner (id 1), and
+ * TurboFan scheduled every instruction of mid's own away: the inference
+ * from offsets cannot see mid, V8's ids can. An inlined function of
+ * another script is left out and counted. */
+static void v8_inlining_ids_named(void) {
+  static const int64_t entries[][3] = {
+      {0, 90, -1}, {100, 30, 1}, {104, 34, 1}, {108, 60, 2}, {120, 99, -1}};
+  uint8_t table[64];
+  size_t len = v8_table(table, entries, 5);
+  kf_lines_t *l = kf_lines_new();
+  CHECK(kf_v8inline_decode(table, len, l) == 5);
+  const kf_inlining_t in[] = {{.caller_position = 95, .caller = -1},
+                              {.caller_position = 52, .caller = 0},
+                              {.caller_position = 97, .caller = -1, .other_script = 1}};
+  CHECK(kf_lines_set_inlinings(l, in, 3) == 0 && kf_lines_seal(l) == 0);
+  int64_t chain[4];
+  CHECK(kf_lines_inlined(l, 102, chain, 4) == 2 && chain[0] == 30 && chain[1] == 52);
+  CHECK(kf_lines_inlined(l, 110, chain, 4) == 1 && chain[0] == -1);
+  CHECK(kf_lines_inlined(l, 125, chain, 4) == 0);
+  CHECK(kf_lines_inlined(l, 102, chain, 1) == 1 && chain[0] == 30); /* innermost first */
+
+  kf_codemap_t *m = kf_codemap_new();
+  kf_funcpos_t *f = kf_funcpos_new(1000);
+  static const uint32_t inner[][2] = {{0, 30}, {2, 34}};
+  static const uint32_t mid[][2] = {{0, 50}, {2, 52}};
+  kf_lines_t *fl = lines_of(inner, 2);
+  CHECK(kf_funcpos_add(f, 7, "inner a.js:1:1", fl) == 0);
+  kf_lines_release(fl);
+  fl = lines_of(mid, 2);
+  CHECK(kf_funcpos_add(f, 7, "mid a.js:2:1", fl) == 0);
+  kf_lines_release(fl);
+  add_named(m, 0xc00000, 0x400, "JS:*hot a.js:4:13", 0);
+  CHECK(kf_codemap_attach_lines(m, 0xc00000, 7, l) == 0);
+  kf_lines_release(l);
+  kf_jitframes_t *j = kf_jitframes_new(m, NULL);
+  kf_jitframes_inlining(j, f);
+  uint64_t out[KF_JITFRAMES_OUT(2)];
+  uint64_t at_inner[] = {U, 0xc00000 + 102};
+  CHECK(kf_jitframes_resolve(j, 5, at_inner, 2, NULL, out) == 4);
+  CHECK_STR(name_of(j, out[1]), "inner a.js:1:1_[i]");
+  CHECK_STR(name_of(j, out[2]), "mid a.js:2:1_[i]");
+  CHECK_STR(name_of(j, out[3]), "hot a.js:4:13_[j]");
+  uint64_t at_other[] = {U, 0xc00000 + 110};
+  CHECK(kf_jitframes_resolve(j, 5, at_other, 2, NULL, out) == 2);
+  CHECK_STR(name_of(j, out[1]), "hot a.js:4:13_[j]");
+  /* the same address again comes from the cache, counted alike */
+  CHECK(kf_jitframes_resolve(j, 5, at_inner, 2, NULL, out) == 4);
+  const kf_jitframes_stats_t *st = kf_jitframes_stats(j);
+  CHECK_EQ_U64(st->inlined, 4);
+  CHECK_EQ_U64(st->inlined_exact, 4);
+  CHECK_EQ_U64(st->inlined_unnamed, 1);
+  kf_jitframes_free(j);
+  kf_funcpos_free(f);
+  kf_codemap_free(m);
+
+  /* Tables that do not decode: cut inside a number, or a VLQ too long. */
+  kf_lines_t *bad = kf_lines_new();
+  CHECK(kf_v8inline_decode(table, len - 1, bad) == -1);
+  const uint8_t endless[12] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
+  CHECK(kf_v8inline_decode(endless, sizeof endless, bad) == -1);
+  kf_lines_release(bad);
+  /* Ids that point past the inlinings: no chain, the inference decides. */
+  kf_lines_t *odd = kf_lines_new();
+  CHECK(kf_lines_push_inlined(odd, 0, 30, 5) == 0);
+  CHECK(kf_lines_set_inlinings(odd, in, 1) == 0 && kf_lines_seal(odd) == 0);
+  CHECK(kf_lines_inlined(odd, 0, chain, 4) == -1);
+  kf_lines_release(odd);
+  /* Outside node, there is no V8 to read. */
+  CHECK(kf_v8inline_setup("11.3.244.8-node.38") == 0);
+  CHECK(kf_v8inline_read(0xc00000) == NULL);
+}
+
 static void long_names_whole(void) {
   /* names longer than any small buffer come out whole */
   kf_codemap_t *m = kf_codemap_new();
@@ -615,6 +717,7 @@ static const kftest_case_t cases[] = {
     {"jitlines: line tables and small functions' offsets", line_tables},
     {"jitframes: inlined functions named from source offsets", inlined_functions_named},
     {"jitframes: functions inlined in inlined functions, nested", nested_inlining_named},
+    {"jitframes: V8's own inlining ids", v8_inlining_ids_named},
     {"jitframes: long names come out whole", long_names_whole},
     {"jitlines: tables and offsets shared between threads", lines_shared_between_threads},
     {"procmaps: V8's remapped builtins looked up at their first address", aliases_of_remapped_code},

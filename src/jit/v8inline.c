@@ -1,0 +1,244 @@
+#define _GNU_SOURCE
+#include "jit/v8inline.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* Bounds on what a real code object holds: V8's inlining ids are 16 bits,
+ * and no optimized code has a position table near this size. */
+#define MAX_INLININGS 65535
+#define MAX_TABLE_BYTES (4u << 20)
+/* V8's InliningPosition: a SourcePosition (8 bytes), then an int, padded. */
+#define INLINING_POSITION_BYTES 16
+
+/* Offsets and constants of this V8's objects; `on` once all are known. */
+static struct {
+  int on;
+  long code_back;       /* the Code object's tagged pointer sits this far
+                           before the instructions */
+  long map_type;        /* Map: instance_type (u16) */
+  long code_deopt, code_positions; /* Code: deoptimization_data, source_position_table */
+  long array_length, array_data;   /* FixedArrayBase: length (Smi); FixedArray: elements */
+  long sfi_script;      /* SharedFunctionInfo: script_or_debug_info */
+  long deopt_count, deopt_literals, deopt_sfi, deopt_inlinings; /* DeoptimizationData indices */
+  long code_type, fixed_array_type, byte_array_type, weak_fixed_array_type;
+} v8;
+
+static atomic_ulong nread, nfailed;
+
+static int constant(const char *name, long *out) {
+  const int *p = dlsym(RTLD_DEFAULT, name);
+  if (!p) return -1;
+  *out = *p;
+  return 0;
+}
+
+int kf_v8inline_setup(const char *v8_version) {
+  if (v8.on) return 1;
+  /* V8 11.3 (Node 20): an InstructionStream's header ends with its Code's
+   * pointer, right before the instructions (checked against V8's own
+   * inlining output on this version; later versions moved fields that
+   * their postmortem constants do not give). */
+  if (!v8_version || strncmp(v8_version, "11.3.", 5) != 0) return 0;
+  long tag = 0, smi_shift = 0;
+  if (constant("v8dbg_HeapObjectTag", &tag) || tag != 1 ||
+      constant("v8dbg_SmiShiftSize", &smi_shift) || smi_shift != 31 ||
+      constant("v8dbg_class_Map__instance_type__uint16_t", &v8.map_type) ||
+      constant("v8dbg_class_Code__deoptimization_data__FixedArray", &v8.code_deopt) ||
+      constant("v8dbg_class_Code__source_position_table__ByteArray", &v8.code_positions) ||
+      constant("v8dbg_class_FixedArrayBase__length__SMI", &v8.array_length) ||
+      constant("v8dbg_class_FixedArray__data__uintptr_t", &v8.array_data) ||
+      constant("v8dbg_class_SharedFunctionInfo__script_or_debug_info__HeapObject", &v8.sfi_script) ||
+      constant("v8dbg_DeoptimizationDataInlinedFunctionCountIndex", &v8.deopt_count) ||
+      constant("v8dbg_DeoptimizationDataLiteralArrayIndex", &v8.deopt_literals) ||
+      constant("v8dbg_DeoptimizationDataSharedFunctionInfoIndex", &v8.deopt_sfi) ||
+      constant("v8dbg_DeoptimizationDataInliningPositionsIndex", &v8.deopt_inlinings) ||
+      constant("v8dbg_type_Code__CODE_TYPE", &v8.code_type) ||
+      constant("v8dbg_type_FixedArray__FIXED_ARRAY_TYPE", &v8.fixed_array_type) ||
+      constant("v8dbg_type_ByteArray__BYTE_ARRAY_TYPE", &v8.byte_array_type) ||
+      constant("v8dbg_type_WeakFixedArray__WEAK_FIXED_ARRAY_TYPE", &v8.weak_fixed_array_type))
+    return 0;
+  v8.code_back = 8;
+  v8.on = 1;
+  return 1;
+}
+
+/* ---- reads that fail instead of faulting -------------------------------- */
+
+static int peek(uintptr_t addr, void *buf, size_t len) {
+  struct iovec local = {buf, len}, remote = {(void *)addr, len};
+  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
+}
+
+static int word(uintptr_t addr, uint64_t *out) { return peek(addr, out, sizeof *out); }
+
+/* A strong tagged pointer's object address (tag off), or 0. */
+static uintptr_t object(uint64_t tagged) {
+  return (tagged & 3) == 1 && tagged > 4096 ? (uintptr_t)(tagged - 1) : 0;
+}
+
+/* The object's instance type, or -1. */
+static long type_of(uintptr_t obj) {
+  uint64_t map;
+  uint16_t type;
+  uintptr_t m;
+  if (!obj || word(obj, &map) || !(m = object(map)) || peek(m + (uintptr_t)v8.map_type, &type, 2))
+    return -1;
+  return type;
+}
+
+/* Field `offset` of obj as an object of instance type `type`, or 0. */
+static uintptr_t field(uintptr_t obj, long offset, long type) {
+  uint64_t v;
+  if (word(obj + (uintptr_t)offset, &v)) return 0;
+  uintptr_t o = object(v);
+  return o && type_of(o) == type ? o : 0;
+}
+
+/* An array's length (a Smi: the value in the upper half), or -1. */
+static long length_of(uintptr_t array) {
+  uint64_t v;
+  if (word(array + (uintptr_t)v8.array_length, &v) || (v & 1)) return -1;
+  return (long)((int64_t)v >> 32);
+}
+
+/* Element i of a FixedArray or WeakFixedArray (weak references made
+ * strong), or 0 for none. */
+static uint64_t element(uintptr_t array, long i) {
+  uint64_t v;
+  if (i < 0 || i >= length_of(array) ||
+      word(array + (uintptr_t)v8.array_data + (uintptr_t)i * 8, &v))
+    return 0;
+  return (v & 3) == 3 ? v - 2 : v;
+}
+
+/* ---- the position table ------------------------------------------------- */
+
+/* A zig-zag VLQ integer at *at (7 bits a byte, low first, high bit: more). */
+static int vlq(const uint8_t *p, size_t len, size_t *at, int64_t *out) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (*at >= len) return -1;
+    uint8_t b = p[(*at)++];
+    v |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+      return 0;
+    }
+  }
+  return -1;
+}
+
+int kf_v8inline_decode(const uint8_t *table, size_t len, kf_lines_t *into) {
+  size_t at = 0;
+  int64_t code = 0;
+  uint64_t position = 0; /* wraps as V8's int64 would not: a bad table names nothing */
+  int pushed = 0;
+  while (at < len) {
+    int64_t dcode, dpos;
+    if (vlq(table, len, &at, &dcode) || vlq(table, len, &at, &dpos)) return -1;
+    /* the code offset's delta (code offsets only grow) is negated, less
+     * one, when the entry is not a statement */
+    int64_t delta = dcode >= 0 ? dcode : -(dcode + 1);
+    if (delta > UINT32_MAX || (code += delta) > UINT32_MAX) return -1;
+    position += (uint64_t)dpos;
+    /* SourcePosition: bit 0 external (a wasm line), bits 1-30 the script
+     * offset + 1, bits 31-46 the inlining id + 1. */
+    uint64_t v = position;
+    if (v & 1) continue;
+    int64_t offset = (int64_t)((v >> 1) & 0x3fffffff) - 1;
+    int32_t inlining = (int32_t)((v >> 31) & 0xffff) - 1;
+    if (offset < 0) continue;
+    if (kf_lines_push_inlined(into, (uint32_t)code, (uint32_t)offset, inlining)) return -ENOMEM;
+    pushed++;
+  }
+  return pushed;
+}
+
+/* ---- the code's objects -------------------------------------------------- */
+
+/* The script of inlined function `id`'s SharedFunctionInfo is not the
+ * outer function's (or cannot be told): its offsets name nothing there. */
+static int other_script(uintptr_t literals, long id, uint64_t outer_script) {
+  uintptr_t sfi = object(element(literals, id));
+  uint64_t script;
+  return !sfi || !outer_script || word(sfi + (uintptr_t)v8.sfi_script, &script) ||
+         script != outer_script;
+}
+
+/* Sets *inlines to whether the code inlined anything; its table, or NULL
+ * (nothing inlined, or not readable). */
+static kf_lines_t *read_code(uintptr_t code_start, int *inlines) {
+  uint64_t tagged;
+  *inlines = 1;
+  if (word(code_start - (uintptr_t)v8.code_back, &tagged)) return NULL;
+  uintptr_t code = object(tagged);
+  if (!code || type_of(code) != v8.code_type) return NULL;
+  uintptr_t deopt = field(code, v8.code_deopt, v8.fixed_array_type);
+  if (!deopt) return NULL;
+  uint64_t count = element(deopt, v8.deopt_count);
+  if ((count & 1) || (int64_t)count >> 32 <= 0) { /* a Smi: inlined nothing */
+    *inlines = 0;
+    return NULL;
+  }
+  uintptr_t inlinings = object(element(deopt, v8.deopt_inlinings));
+  uintptr_t literals = object(element(deopt, v8.deopt_literals));
+  uintptr_t outer = object(element(deopt, v8.deopt_sfi));
+  uintptr_t positions = field(code, v8.code_positions, v8.byte_array_type);
+  if (!inlinings || type_of(inlinings) != v8.byte_array_type || !literals ||
+      (type_of(literals) != v8.weak_fixed_array_type && type_of(literals) != v8.fixed_array_type) ||
+      !outer || !positions)
+    return NULL;
+  long inl_bytes = length_of(inlinings), table_bytes = length_of(positions);
+  long n = inl_bytes / INLINING_POSITION_BYTES;
+  if (inl_bytes < 0 || n > MAX_INLININGS || table_bytes <= 0 || table_bytes > (long)MAX_TABLE_BYTES)
+    return NULL;
+  uint64_t outer_script;
+  if (word(outer + (uintptr_t)v8.sfi_script, &outer_script)) return NULL;
+
+  uint8_t *raw = malloc((size_t)inl_bytes + (size_t)table_bytes + 1);
+  kf_inlining_t *in = calloc((size_t)n + 1, sizeof(*in));
+  kf_lines_t *lines = kf_lines_new();
+  int ok = raw && in && lines &&
+           peek(inlinings + (uintptr_t)v8.array_data, raw, (size_t)inl_bytes) == 0 &&
+           peek(positions + (uintptr_t)v8.array_data, raw + inl_bytes, (size_t)table_bytes) == 0;
+  for (long i = 0; ok && i < n; i++) {
+    const uint8_t *e = raw + i * INLINING_POSITION_BYTES;
+    uint64_t pos;
+    int32_t function;
+    memcpy(&pos, e, 8);
+    memcpy(&function, e + 8, 4);
+    in[i].caller_position = (int64_t)((pos >> 1) & 0x3fffffff) - 1;
+    in[i].caller = (int32_t)((pos >> 31) & 0xffff) - 1;
+    /* V8 numbers a caller before the functions it inlined */
+    if ((pos & 1) || in[i].caller >= i || function < 0) ok = 0;
+    else in[i].other_script = other_script(literals, function, outer_script);
+  }
+  ok = ok && kf_v8inline_decode(raw + inl_bytes, (size_t)table_bytes, lines) >= 0 &&
+       kf_lines_set_inlinings(lines, in, (size_t)n) == 0 && kf_lines_seal(lines) == 0;
+  free(raw);
+  free(in);
+  if (!ok) {
+    kf_lines_release(lines);
+    return NULL;
+  }
+  return lines;
+}
+
+kf_lines_t *kf_v8inline_read(uintptr_t code_start) {
+  if (!v8.on) return NULL;
+  int inlines;
+  kf_lines_t *lines = read_code(code_start, &inlines);
+  if (inlines) atomic_fetch_add(lines ? &nread : &nfailed, 1);
+  return lines;
+}
+
+void kf_v8inline_stats(kf_v8inline_stats_t *out) {
+  out->read = atomic_load(&nread);
+  out->failed = atomic_load(&nfailed);
+}
