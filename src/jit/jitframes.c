@@ -488,6 +488,14 @@ int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
     uint64_t at = k > 0 && ips[i] > 0 ? ips[i] - 1 : ips[i];
     int found = 0, exact = 0, unnamed = 0;
     int rc = code_at(j, at, time, &token, &info, chain, &found, &exact, &unnamed);
+    if (rc == 0 && k > 0) {
+      /* A frame the deoptimizer made: it continues in the interpreter, and
+       * its callee returns to the very start of InterpreterEnterAtBytecode
+       * (or AtNextBytecode), not after a call. */
+      rc = code_at(j, ips[i], time, &token, &info, chain, &found, &exact, &unnamed);
+      if (rc > 0 && !(info.kind == KF_CODE_INTERPRETER_ENTRY && info.start == ips[i])) rc = 0;
+      found = exact = unnamed = 0;
+    }
     if (rc < 0) return -ENOMEM;
     if (rc == 0) continue;
     out[n - 1] = token;

@@ -138,6 +138,7 @@ static void bytecode_slot(void) {
 #define HANDLER 0x200000ULL
 #define BAR 0x300000ULL
 #define BUILTIN 0x400000ULL
+#define ENTER_AT_NEXT 0x480000ULL
 #define FOO_BYTECODE 0x500036ULL
 #define OTHER_BYTECODE 0x600036ULL
 
@@ -166,6 +167,32 @@ static kf_codemap_t *v8_map(void) {
 static const char *name_of(kf_jitframes_t *j, uint64_t v) {
   const char *n = kf_jitframes_name(j, v, 0);
   return n ? n : "(raw)";
+}
+
+/* A frame the deoptimizer made goes on in the interpreter: its callee
+ * returns to the very start of InterpreterEnterAtNextBytecode, where a
+ * lookup one byte before (as for a call's return address) finds nothing.
+ * It is an interpreter frame all the same, named from its BytecodeArray. */
+static void deoptimized_frames_named(void) {
+  kf_codemap_t *m = v8_map();
+  add_named(m, ENTER_AT_NEXT, 0x100, "Builtin:InterpreterEnterAtNextBytecode", 0);
+  kf_jitframes_t *j = kf_jitframes_new(m, node20());
+  fake_t f;
+  fake_init(&f, SP + 0x40);
+  frame(&f, SP + 0x40, SP + 0x100, ENTER_AT_NEXT);
+  frame(&f, SP + 0x100, SP + 0x180, 0x7000);
+  interpreter_frame(&f, SP + 0x100, FOO_BYTECODE);
+  uint64_t ips[] = {U, BAR + 4, ENTER_AT_NEXT, 0x7000}, out[5];
+  CHECK(kf_jitframes_resolve(j, 5, ips, 4, &f.s, out) == 4);
+  CHECK_STR(name_of(j, out[1]), "bar b.js:2:2_[j]");
+  CHECK_STR(name_of(j, out[2]), "foo a.js:1:1_[j]");
+  /* Only at a start, and only of an interpreter entry: a return address
+   * at the start of other code is not taken for one. */
+  uint64_t other[] = {U, BAR + 4, BUILTIN, 0x7000};
+  CHECK(kf_jitframes_resolve(j, 5, other, 4, &f.s, out) == 4);
+  CHECK_EQ_U64(out[2], BUILTIN);
+  kf_jitframes_free(j);
+  kf_codemap_free(m);
 }
 
 static void interpreted_frames_named(void) {
@@ -718,6 +745,7 @@ static const kftest_case_t cases[] = {
     {"jitframes: inlined functions named from source offsets", inlined_functions_named},
     {"jitframes: functions inlined in inlined functions, nested", nested_inlining_named},
     {"jitframes: V8's own inlining ids", v8_inlining_ids_named},
+    {"jitframes: frames the deoptimizer made, named", deoptimized_frames_named},
     {"jitframes: long names come out whole", long_names_whole},
     {"jitlines: tables and offsets shared between threads", lines_shared_between_threads},
     {"procmaps: V8's remapped builtins looked up at their first address", aliases_of_remapped_code},
