@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,10 @@
 /* V8's InliningPosition: a SourcePosition (8 bytes), then an int, padded. */
 #define INLINING_POSITION_BYTES 16
 
-/* Offsets and constants of this V8's objects; `on` once all are known. */
+/* Offsets and constants of this V8's objects, written once under
+ * setup_lock (isolates arm on their own threads); `on` (atomic, set last
+ * with release) says they are all known. */
+static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
   int on;
   long code_back;       /* the Code object's tagged pointer sits this far
@@ -38,8 +42,17 @@ static int constant(const char *name, long *out) {
   return 0;
 }
 
+static int setup_locked(const char *v8_version);
+
 int kf_v8inline_setup(const char *v8_version) {
-  if (v8.on) return 1;
+  if (__atomic_load_n(&v8.on, __ATOMIC_ACQUIRE)) return 1;
+  pthread_mutex_lock(&setup_lock);
+  int on = __atomic_load_n(&v8.on, __ATOMIC_RELAXED) || setup_locked(v8_version);
+  pthread_mutex_unlock(&setup_lock);
+  return on;
+}
+
+static int setup_locked(const char *v8_version) {
   /* V8 11.3 (Node 20): an InstructionStream's header ends with its Code's
    * pointer, right before the instructions (checked against V8's own
    * inlining output on this version; later versions moved fields that
@@ -64,7 +77,7 @@ int kf_v8inline_setup(const char *v8_version) {
       constant("v8dbg_type_WeakFixedArray__WEAK_FIXED_ARRAY_TYPE", &v8.weak_fixed_array_type))
     return 0;
   v8.code_back = 8;
-  v8.on = 1;
+  __atomic_store_n(&v8.on, 1, __ATOMIC_RELEASE);
   return 1;
 }
 
@@ -231,7 +244,7 @@ static kf_lines_t *read_code(uintptr_t code_start, int *inlines) {
 }
 
 kf_lines_t *kf_v8inline_read(uintptr_t code_start) {
-  if (!v8.on) return NULL;
+  if (!__atomic_load_n(&v8.on, __ATOMIC_ACQUIRE)) return NULL;
   int inlines;
   kf_lines_t *lines = read_code(code_start, &inlines);
   if (inlines) atomic_fetch_add(lines ? &nread : &nfailed, 1);
