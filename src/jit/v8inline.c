@@ -30,7 +30,8 @@ static struct {
   long array_length, array_data;   /* FixedArrayBase: length (Smi); FixedArray: elements */
   long sfi_script;      /* SharedFunctionInfo: script_or_debug_info */
   long deopt_count, deopt_literals, deopt_sfi, deopt_inlinings; /* DeoptimizationData indices */
-  long code_type, fixed_array_type, byte_array_type, weak_fixed_array_type;
+  long code_type, deopt_type, positions_type;
+  long fixed_array_type, byte_array_type, weak_fixed_array_type;
 } v8;
 
 static atomic_ulong nread, nfailed;
@@ -52,31 +53,56 @@ int kf_v8inline_setup(const char *v8_version) {
   return on;
 }
 
+/* What the postmortem constants do not give, per V8 version checked: how
+ * far before the instructions the Code pointer sits (the end of the
+ * InstructionStream's header), and for V8 12 the Code fields and the types
+ * of the arrays (moved to trusted space). A field's offset of -1: from its
+ * constant. Checked against V8's own inlining of a known script. */
+typedef struct layout {
+  const char *version;   /* prefix of V8's version string */
+  long code_back, code_deopt, code_positions;
+  const char *deopt_type, *positions_type, *sfi_script;
+} layout_t;
+
+static const layout_t LAYOUTS[] = {
+    {"11.3.", 8, -1, -1, "v8dbg_type_FixedArray__FIXED_ARRAY_TYPE",
+     "v8dbg_type_ByteArray__BYTE_ARRAY_TYPE",
+     "v8dbg_class_SharedFunctionInfo__script_or_debug_info__HeapObject"}, /* Node 20 */
+    {"12.4.", 24, 8, 16, "v8dbg_type_TrustedFixedArray__TRUSTED_FIXED_ARRAY_TYPE",
+     "v8dbg_type_TrustedByteArray__TRUSTED_BYTE_ARRAY_TYPE",
+     "v8dbg_class_SharedFunctionInfo__script__Tagged_HeapObject_"}, /* Node 22 */
+};
+
 static int setup_locked(const char *v8_version) {
-  /* V8 11.3 (Node 20): an InstructionStream's header ends with its Code's
-   * pointer, right before the instructions (checked against V8's own
-   * inlining output on this version; later versions moved fields that
-   * their postmortem constants do not give). */
-  if (!v8_version || strncmp(v8_version, "11.3.", 5) != 0) return 0;
+  const layout_t *l = NULL;
+  for (size_t i = 0; v8_version && i < sizeof LAYOUTS / sizeof LAYOUTS[0]; i++)
+    if (strncmp(v8_version, LAYOUTS[i].version, strlen(LAYOUTS[i].version)) == 0) l = &LAYOUTS[i];
+  if (!l) return 0;
+  v8.code_back = l->code_back;
+  v8.code_deopt = l->code_deopt;
+  v8.code_positions = l->code_positions;
   long tag = 0, smi_shift = 0;
   if (constant("v8dbg_HeapObjectTag", &tag) || tag != 1 ||
-      constant("v8dbg_SmiShiftSize", &smi_shift) || smi_shift != 31 ||
+      constant("v8dbg_SmiShiftSize", &smi_shift) || smi_shift != 31 || /* no pointer compression */
       constant("v8dbg_class_Map__instance_type__uint16_t", &v8.map_type) ||
-      constant("v8dbg_class_Code__deoptimization_data__FixedArray", &v8.code_deopt) ||
-      constant("v8dbg_class_Code__source_position_table__ByteArray", &v8.code_positions) ||
+      (l->code_deopt < 0 &&
+       constant("v8dbg_class_Code__deoptimization_data__FixedArray", &v8.code_deopt)) ||
+      (l->code_positions < 0 &&
+       constant("v8dbg_class_Code__source_position_table__ByteArray", &v8.code_positions)) ||
       constant("v8dbg_class_FixedArrayBase__length__SMI", &v8.array_length) ||
       constant("v8dbg_class_FixedArray__data__uintptr_t", &v8.array_data) ||
-      constant("v8dbg_class_SharedFunctionInfo__script_or_debug_info__HeapObject", &v8.sfi_script) ||
+      constant(l->sfi_script, &v8.sfi_script) ||
       constant("v8dbg_DeoptimizationDataInlinedFunctionCountIndex", &v8.deopt_count) ||
       constant("v8dbg_DeoptimizationDataLiteralArrayIndex", &v8.deopt_literals) ||
       constant("v8dbg_DeoptimizationDataSharedFunctionInfoIndex", &v8.deopt_sfi) ||
       constant("v8dbg_DeoptimizationDataInliningPositionsIndex", &v8.deopt_inlinings) ||
       constant("v8dbg_type_Code__CODE_TYPE", &v8.code_type) ||
-      constant("v8dbg_type_FixedArray__FIXED_ARRAY_TYPE", &v8.fixed_array_type) ||
+      constant(l->deopt_type, &v8.deopt_type) ||
+      constant(l->positions_type, &v8.positions_type) ||
       constant("v8dbg_type_ByteArray__BYTE_ARRAY_TYPE", &v8.byte_array_type) ||
+      constant("v8dbg_type_FixedArray__FIXED_ARRAY_TYPE", &v8.fixed_array_type) ||
       constant("v8dbg_type_WeakFixedArray__WEAK_FIXED_ARRAY_TYPE", &v8.weak_fixed_array_type))
     return 0;
-  v8.code_back = 8;
   __atomic_store_n(&v8.on, 1, __ATOMIC_RELEASE);
   return 1;
 }
@@ -192,7 +218,7 @@ static kf_lines_t *read_code(uintptr_t code_start, int *inlines) {
   if (word(code_start - (uintptr_t)v8.code_back, &tagged)) return NULL;
   uintptr_t code = object(tagged);
   if (!code || type_of(code) != v8.code_type) return NULL;
-  uintptr_t deopt = field(code, v8.code_deopt, v8.fixed_array_type);
+  uintptr_t deopt = field(code, v8.code_deopt, v8.deopt_type);
   if (!deopt) return NULL;
   uint64_t count = element(deopt, v8.deopt_count);
   if ((count & 1) || (int64_t)count >> 32 <= 0) { /* a Smi: inlined nothing */
@@ -202,7 +228,7 @@ static kf_lines_t *read_code(uintptr_t code_start, int *inlines) {
   uintptr_t inlinings = object(element(deopt, v8.deopt_inlinings));
   uintptr_t literals = object(element(deopt, v8.deopt_literals));
   uintptr_t outer = object(element(deopt, v8.deopt_sfi));
-  uintptr_t positions = field(code, v8.code_positions, v8.byte_array_type);
+  uintptr_t positions = field(code, v8.code_positions, v8.positions_type);
   if (!inlinings || type_of(inlinings) != v8.byte_array_type || !literals ||
       (type_of(literals) != v8.weak_fixed_array_type && type_of(literals) != v8.fixed_array_type) ||
       !outer || !positions)

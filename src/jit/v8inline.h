@@ -9,7 +9,8 @@
  * InliningPositions). Both are V8-internal objects: their field offsets
  * come from the postmortem-debugging constants node exports (v8dbg_*, as
  * llnode reads them), the rest (where the Code object is from the
- * instruction start) from the V8 versions checked (kf_v8inline_setup).
+ * instruction start, and for V8 12 the Code fields) from the V8 versions
+ * checked: 11.3 and 12.4 (Node 20 and 22; kf_v8inline_setup).
  * Every read goes through process_vm_readv on this process, so a layout
  * that is not what it should be gives an error, never a fault; and every
  * object's map is checked for its instance type before it is read.
