@@ -7,6 +7,8 @@
 // load kflame get their JS named.
 
 const t = require('tap')
+const fs = require('node:fs')
+const os = require('node:os')
 const path = require('node:path')
 const { Worker } = require('node:worker_threads')
 const kflame = require('..')
@@ -166,6 +168,14 @@ t.test('inlined functions get frames of their own, marked _[i]', async (t) => {
       frame('square', 7, 17, 'i').test(f) && /^step .*_\[[ij]\]$/.test(s.frames[i - 1])))
     t.ok(total(underStep) >= 0.95 * total(squareInlined),
       `square under step in ${total(underStep)} of its ${total(squareInlined)} inlined samples`)
+    // With coverage on (as tap and c8 run tests), V8 11 keeps a DebugInfo
+    // where the function's Script was: still told apart from another script's.
+    const covDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-cov-'))
+    const cov = runFixture('inlining.js', [], [], { KFLAME_JIT: 'load', NODE_V8_COVERAGE: covDir })
+    fs.rmSync(covDir, { recursive: true, force: true })
+    const cd = cov.stats.details
+    t.ok(cd.inlinedExact > 0 && cd.inlinedUnnamed < cd.inlinedExact,
+      `under coverage: ${cd.inlinedExact} inlined frames from V8's ids, ${cd.inlinedUnnamed} left out`)
   } else {
     t.equal(d.inliningRead, 0, 'this V8\'s inlining is not read: the inference serves')
     t.equal(d.inlinedExact, 0)

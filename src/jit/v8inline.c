@@ -30,7 +30,8 @@ static struct {
   long array_length, array_data;   /* FixedArrayBase: length (Smi); FixedArray: elements */
   long sfi_script;      /* SharedFunctionInfo: script_or_debug_info */
   long deopt_count, deopt_literals, deopt_sfi, deopt_inlinings; /* DeoptimizationData indices */
-  long code_type, deopt_type, positions_type;
+  long code_type, deopt_type, positions_type, script_type;
+  long debug_info_type, debug_info_script;
   long fixed_array_type, byte_array_type, weak_fixed_array_type;
 } v8;
 
@@ -62,15 +63,18 @@ typedef struct layout {
   const char *version;   /* prefix of V8's version string */
   long code_back, code_deopt, code_positions;
   const char *deopt_type, *positions_type, *sfi_script;
+  long debug_info_script; /* where a DebugInfo (coverage, breakpoints) in
+                             the SharedFunctionInfo's script field keeps the
+                             Script, or -1: not there in this V8 */
 } layout_t;
 
 static const layout_t LAYOUTS[] = {
     {"11.3.", 8, -1, -1, "v8dbg_type_FixedArray__FIXED_ARRAY_TYPE",
      "v8dbg_type_ByteArray__BYTE_ARRAY_TYPE",
-     "v8dbg_class_SharedFunctionInfo__script_or_debug_info__HeapObject"}, /* Node 20 */
+     "v8dbg_class_SharedFunctionInfo__script_or_debug_info__HeapObject", 24}, /* Node 20 */
     {"12.4.", 24, 8, 16, "v8dbg_type_TrustedFixedArray__TRUSTED_FIXED_ARRAY_TYPE",
      "v8dbg_type_TrustedByteArray__TRUSTED_BYTE_ARRAY_TYPE",
-     "v8dbg_class_SharedFunctionInfo__script__Tagged_HeapObject_"}, /* Node 22 */
+     "v8dbg_class_SharedFunctionInfo__script__Tagged_HeapObject_", -1}, /* Node 22 */
 };
 
 static int setup_locked(const char *v8_version) {
@@ -81,6 +85,10 @@ static int setup_locked(const char *v8_version) {
   v8.code_back = l->code_back;
   v8.code_deopt = l->code_deopt;
   v8.code_positions = l->code_positions;
+  v8.debug_info_script = l->debug_info_script;
+  if (l->debug_info_script >= 0 &&
+      constant("v8dbg_type_DebugInfo__DEBUG_INFO_TYPE", &v8.debug_info_type))
+    return 0;
   long tag = 0, smi_shift = 0;
   if (constant("v8dbg_HeapObjectTag", &tag) || tag != 1 ||
       constant("v8dbg_SmiShiftSize", &smi_shift) || smi_shift != 31 || /* no pointer compression */
@@ -97,6 +105,7 @@ static int setup_locked(const char *v8_version) {
       constant("v8dbg_DeoptimizationDataSharedFunctionInfoIndex", &v8.deopt_sfi) ||
       constant("v8dbg_DeoptimizationDataInliningPositionsIndex", &v8.deopt_inlinings) ||
       constant("v8dbg_type_Code__CODE_TYPE", &v8.code_type) ||
+      constant("v8dbg_type_Script__SCRIPT_TYPE", &v8.script_type) ||
       constant(l->deopt_type, &v8.deopt_type) ||
       constant(l->positions_type, &v8.positions_type) ||
       constant("v8dbg_type_ByteArray__BYTE_ARRAY_TYPE", &v8.byte_array_type) ||
@@ -201,13 +210,24 @@ int kf_v8inline_decode(const uint8_t *table, size_t len, kf_lines_t *into) {
 
 /* ---- the code's objects -------------------------------------------------- */
 
+/* The Script of a SharedFunctionInfo, or 0 when it cannot be told. With
+ * coverage on (NODE_V8_COVERAGE, c8, tap) or a breakpoint set, V8 11 puts a
+ * DebugInfo in the field, which holds the Script in turn. */
+static uintptr_t script_of(uintptr_t sfi) {
+  uint64_t v;
+  if (!sfi || word(sfi + (uintptr_t)v8.sfi_script, &v)) return 0;
+  uintptr_t o = object(v);
+  long type = type_of(o);
+  if (type == v8.script_type) return o;
+  if (type != v8.debug_info_type || v8.debug_info_script < 0) return 0;
+  return field(o, v8.debug_info_script, v8.script_type);
+}
+
 /* The script of inlined function `id`'s SharedFunctionInfo is not the
  * outer function's (or cannot be told): its offsets name nothing there. */
-static int other_script(uintptr_t literals, long id, uint64_t outer_script) {
-  uintptr_t sfi = object(element(literals, id));
-  uint64_t script;
-  return !sfi || !outer_script || word(sfi + (uintptr_t)v8.sfi_script, &script) ||
-         script != outer_script;
+static int other_script(uintptr_t literals, long id, uintptr_t outer_script) {
+  uintptr_t script = script_of(object(element(literals, id)));
+  return !script || script != outer_script;
 }
 
 /* Sets *inlines to whether the code inlined anything; its table, or NULL
@@ -237,8 +257,8 @@ static kf_lines_t *read_code(uintptr_t code_start, int *inlines) {
   long n = inl_bytes / INLINING_POSITION_BYTES;
   if (inl_bytes < 0 || n > MAX_INLININGS || table_bytes <= 0 || table_bytes > (long)MAX_TABLE_BYTES)
     return NULL;
-  uint64_t outer_script;
-  if (word(outer + (uintptr_t)v8.sfi_script, &outer_script)) return NULL;
+  uintptr_t outer_script = script_of(outer);
+  if (!outer_script) return NULL;
 
   uint8_t *raw = malloc((size_t)inl_bytes + (size_t)table_bytes + 1);
   kf_inlining_t *in = calloc((size_t)n + 1, sizeof(*in));
