@@ -410,12 +410,17 @@ uint64_t kf_codemap_generation(kf_codemap_t *m) {
   return __atomic_load_n(&m->stats.generation, __ATOMIC_ACQUIRE);
 }
 
+/* The code at addr at time t, live or dead (under the lock), or NULL. */
+static const code_t *code_at_time(kf_codemap_t *m, uint64_t addr, uint64_t t) {
+  const code_t *e = live_at(m, addr);
+  return e && e->born <= t ? e : dead_at(m, addr, t);
+}
+
 int kf_codemap_positions(kf_codemap_t *m, uint64_t addr, uint64_t t,
                          size_t side, int64_t *out) {
   int rc = -1;
   pthread_mutex_lock(&m->lock);
-  const code_t *e = live_at(m, addr);
-  if (!e || e->born > t) e = dead_at(m, addr, t);
+  const code_t *e = code_at_time(m, addr, t);
   if (e && e->lines)
     rc = kf_lines_window(e->lines, (uint32_t)(addr - e->start), side, out);
   pthread_mutex_unlock(&m->lock);
@@ -426,8 +431,7 @@ int kf_codemap_inlined(kf_codemap_t *m, uint64_t addr, uint64_t t, int64_t *out,
                        size_t cap) {
   int rc = -1;
   pthread_mutex_lock(&m->lock);
-  const code_t *e = live_at(m, addr);
-  if (!e || e->born > t) e = dead_at(m, addr, t);
+  const code_t *e = code_at_time(m, addr, t);
   if (e && e->lines) rc = kf_lines_inlined(e->lines, (uint32_t)(addr - e->start), out, cap);
   pthread_mutex_unlock(&m->lock);
   return rc;

@@ -91,6 +91,17 @@ void kf_lines_release(kf_lines_t *l) {
 
 size_t kf_lines_count(const kf_lines_t *l) { return l->n; }
 
+/* How many entries of a sealed table are at or before code_offset. */
+static size_t entries_upto(const kf_lines_t *l, uint32_t code_offset) {
+  size_t lo = 0, hi = l->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (l->lines[mid].code_offset <= code_offset) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 int kf_lines_at(const kf_lines_t *l, uint32_t code_offset, int64_t out[3]) {
   return kf_lines_window(l, code_offset, 1, out);
 }
@@ -98,12 +109,7 @@ int kf_lines_at(const kf_lines_t *l, uint32_t code_offset, int64_t out[3]) {
 int kf_lines_window(const kf_lines_t *l, uint32_t code_offset, size_t side,
                     int64_t *out) {
   for (size_t k = 0; k < 2 * side + 1; k++) out[k] = -1;
-  size_t lo = 0, hi = l->n; /* first entry past code_offset */
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (l->lines[mid].code_offset <= code_offset) lo = mid + 1;
-    else hi = mid;
-  }
+  size_t lo = entries_upto(l, code_offset);
   if (lo == 0) return -1;
   size_t at = lo - 1;
   for (size_t k = 0; k <= side && k <= at; k++) out[side - k] = l->lines[at - k].position;
@@ -114,12 +120,7 @@ int kf_lines_window(const kf_lines_t *l, uint32_t code_offset, size_t side,
 int kf_lines_inlined(const kf_lines_t *l, uint32_t code_offset, int64_t *out,
                      size_t cap) {
   if (!l->inlinings) return -1;
-  size_t lo = 0, hi = l->n; /* first entry past code_offset */
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (l->lines[mid].code_offset <= code_offset) lo = mid + 1;
-    else hi = mid;
-  }
+  size_t lo = entries_upto(l, code_offset);
   if (lo == 0) return 0;
   const line_t *at = &l->lines[lo - 1];
   int64_t position = at->position;
