@@ -4,8 +4,8 @@
 # the TypeScript types (index.d.ts against test/types), then the tap tests.
 # Run as root, the tap tests run a second time as an unprivileged user,
 # because what kflame may sample (kernel frames, locked memory) differs.
-# Then the tap tests once more on another Node major (KFLAME_OTHER_NODE,
-# default 22; "none" skips it).
+# Then the tap tests once more on each other Node major (KFLAME_OTHER_NODE,
+# default "22 24"; "none" skips them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,7 +36,7 @@ if [ "$(id -u)" = 0 ] && [ -z "${KFLAME_SKIP_UNPRIVILEGED:-}" ]; then
   (cd "$copy/kflame" && runuser -u "$user" -- env HOME="$copy" npx tap)
 fi
 
-other=${KFLAME_OTHER_NODE:-22}
-if [ "$other" != none ]; then
-  scripts/test-node-major.sh "$other"
+others=${KFLAME_OTHER_NODE:-22 24}
+if [ "$others" != none ]; then
+  for major in $others; do scripts/test-node-major.sh "$major"; done
 fi

@@ -29,10 +29,11 @@ static struct {
   long code_deopt, code_positions; /* Code: deoptimization_data, source_position_table */
   long array_length, array_data;   /* FixedArrayBase: length (Smi); FixedArray: elements */
   long sfi_script;      /* SharedFunctionInfo: script_or_debug_info */
+  long sfi_wrapped;     /* SharedFunctionInfoWrapper: shared_info, or -1:
+                           the outer function's is not wrapped */
   long deopt_count, deopt_literals, deopt_sfi, deopt_inlinings; /* DeoptimizationData indices */
-  long code_type, deopt_type, positions_type, script_type;
-  long debug_info_type, debug_info_script;
-  long fixed_array_type, byte_array_type, weak_fixed_array_type;
+  long code_type, deopt_type, positions_type, inlinings_type, literals_type, script_type;
+  long sfi_type, sfi_wrapper_type, debug_info_type, debug_info_script;
 } v8;
 
 static atomic_ulong nread, nfailed;
@@ -56,26 +57,43 @@ int kf_v8inline_setup(const char *v8_version) {
 
 /* What the postmortem constants do not give, per V8 version checked: how
  * far before the instructions the Code pointer sits (the end of the
- * InstructionStream's header), and for V8 12 the Code fields and the types
- * of the arrays (moved to trusted space). A field's offset of -1: from its
- * constant. Checked against V8's own inlining of a known script. */
+ * InstructionStream's header), and from V8 12 the Code fields and the
+ * types of the arrays (moved to trusted space; V8 13 also wraps the outer
+ * SharedFunctionInfo). A field's offset of -1: from its constant. Each
+ * checked against V8's own inlining of a known script. */
 typedef struct layout {
   const char *version;   /* prefix of V8's version string */
   long code_back, code_deopt, code_positions;
-  const char *deopt_type, *positions_type, *sfi_script;
+  const char *deopt_type, *positions_type, *inlinings_type, *literals_type;
+  const char *sfi_script;
+  const char *deopt_sfi;   /* index of the outer SharedFunctionInfo */
+  const char *sfi_wrapped; /* its wrapper's field, or NULL: not wrapped */
   long debug_info_script; /* where a DebugInfo (coverage, breakpoints) in
                              the SharedFunctionInfo's script field keeps the
                              Script, or -1: not there in this V8 */
 } layout_t;
 
+#define TYPE(name) "v8dbg_type_" name
 static const layout_t LAYOUTS[] = {
-    {"11.3.", 8, -1, -1, "v8dbg_type_FixedArray__FIXED_ARRAY_TYPE",
-     "v8dbg_type_ByteArray__BYTE_ARRAY_TYPE",
-     "v8dbg_class_SharedFunctionInfo__script_or_debug_info__HeapObject", 24}, /* Node 20 */
-    {"12.4.", 24, 8, 16, "v8dbg_type_TrustedFixedArray__TRUSTED_FIXED_ARRAY_TYPE",
-     "v8dbg_type_TrustedByteArray__TRUSTED_BYTE_ARRAY_TYPE",
-     "v8dbg_class_SharedFunctionInfo__script__Tagged_HeapObject_", -1}, /* Node 22 */
+    {"11.3.", 8, -1, -1, TYPE("FixedArray__FIXED_ARRAY_TYPE"), TYPE("ByteArray__BYTE_ARRAY_TYPE"),
+     TYPE("ByteArray__BYTE_ARRAY_TYPE"), TYPE("WeakFixedArray__WEAK_FIXED_ARRAY_TYPE"),
+     "v8dbg_class_SharedFunctionInfo__script_or_debug_info__HeapObject",
+     "v8dbg_DeoptimizationDataSharedFunctionInfoIndex", NULL, 24}, /* Node 20 */
+    {"12.4.", 24, 8, 16, TYPE("TrustedFixedArray__TRUSTED_FIXED_ARRAY_TYPE"),
+     TYPE("TrustedByteArray__TRUSTED_BYTE_ARRAY_TYPE"), TYPE("ByteArray__BYTE_ARRAY_TYPE"),
+     TYPE("WeakFixedArray__WEAK_FIXED_ARRAY_TYPE"),
+     "v8dbg_class_SharedFunctionInfo__script__Tagged_HeapObject_",
+     "v8dbg_DeoptimizationDataSharedFunctionInfoIndex", NULL, -1}, /* Node 22 */
+    {"13.6.", 24, 8, 16, TYPE("ProtectedFixedArray__PROTECTED_FIXED_ARRAY_TYPE"),
+     TYPE("TrustedByteArray__TRUSTED_BYTE_ARRAY_TYPE"),
+     TYPE("TrustedByteArray__TRUSTED_BYTE_ARRAY_TYPE"),
+     TYPE("TrustedWeakFixedArray__TRUSTED_WEAK_FIXED_ARRAY_TYPE"),
+     "v8dbg_class_SharedFunctionInfo__script__Tagged_HeapObject_",
+     "v8dbg_DeoptimizationDataWrappedSharedFunctionInfoIndex",
+     "v8dbg_class_SharedFunctionInfoWrapper__shared_info__Tagged_SharedFunctionInfo_",
+     -1}, /* Node 24 */
 };
+#undef TYPE
 
 static int setup_locked(const char *v8_version) {
   const layout_t *l = NULL;
@@ -86,8 +104,13 @@ static int setup_locked(const char *v8_version) {
   v8.code_deopt = l->code_deopt;
   v8.code_positions = l->code_positions;
   v8.debug_info_script = l->debug_info_script;
-  if (l->debug_info_script >= 0 &&
-      constant("v8dbg_type_DebugInfo__DEBUG_INFO_TYPE", &v8.debug_info_type))
+  v8.sfi_wrapped = -1;
+  if ((l->debug_info_script >= 0 &&
+       constant("v8dbg_type_DebugInfo__DEBUG_INFO_TYPE", &v8.debug_info_type)) ||
+      (l->sfi_wrapped &&
+       (constant(l->sfi_wrapped, &v8.sfi_wrapped) ||
+        constant("v8dbg_type_SharedFunctionInfoWrapper__SHARED_FUNCTION_INFO_WRAPPER_TYPE",
+                 &v8.sfi_wrapper_type))))
     return 0;
   long tag = 0, smi_shift = 0;
   if (constant("v8dbg_HeapObjectTag", &tag) || tag != 1 ||
@@ -102,15 +125,15 @@ static int setup_locked(const char *v8_version) {
       constant(l->sfi_script, &v8.sfi_script) ||
       constant("v8dbg_DeoptimizationDataInlinedFunctionCountIndex", &v8.deopt_count) ||
       constant("v8dbg_DeoptimizationDataLiteralArrayIndex", &v8.deopt_literals) ||
-      constant("v8dbg_DeoptimizationDataSharedFunctionInfoIndex", &v8.deopt_sfi) ||
+      constant(l->deopt_sfi, &v8.deopt_sfi) ||
       constant("v8dbg_DeoptimizationDataInliningPositionsIndex", &v8.deopt_inlinings) ||
       constant("v8dbg_type_Code__CODE_TYPE", &v8.code_type) ||
       constant("v8dbg_type_Script__SCRIPT_TYPE", &v8.script_type) ||
+      constant("v8dbg_type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE", &v8.sfi_type) ||
       constant(l->deopt_type, &v8.deopt_type) ||
       constant(l->positions_type, &v8.positions_type) ||
-      constant("v8dbg_type_ByteArray__BYTE_ARRAY_TYPE", &v8.byte_array_type) ||
-      constant("v8dbg_type_FixedArray__FIXED_ARRAY_TYPE", &v8.fixed_array_type) ||
-      constant("v8dbg_type_WeakFixedArray__WEAK_FIXED_ARRAY_TYPE", &v8.weak_fixed_array_type))
+      constant(l->inlinings_type, &v8.inlinings_type) ||
+      constant(l->literals_type, &v8.literals_type))
     return 0;
   __atomic_store_n(&v8.on, 1, __ATOMIC_RELEASE);
   return 1;
@@ -248,10 +271,13 @@ static kf_lines_t *read_code(uintptr_t code_start, int *inlines) {
   uintptr_t inlinings = object(element(deopt, v8.deopt_inlinings));
   uintptr_t literals = object(element(deopt, v8.deopt_literals));
   uintptr_t outer = object(element(deopt, v8.deopt_sfi));
+  if (v8.sfi_wrapped >= 0) /* V8 13: the SharedFunctionInfo in a trusted wrapper */
+    outer = type_of(outer) == v8.sfi_wrapper_type ? field(outer, v8.sfi_wrapped, v8.sfi_type) : 0;
+  else if (type_of(outer) != v8.sfi_type)
+    outer = 0;
   uintptr_t positions = field(code, v8.code_positions, v8.positions_type);
-  if (!inlinings || type_of(inlinings) != v8.byte_array_type || !literals ||
-      (type_of(literals) != v8.weak_fixed_array_type && type_of(literals) != v8.fixed_array_type) ||
-      !outer || !positions)
+  if (!inlinings || type_of(inlinings) != v8.inlinings_type || !literals ||
+      type_of(literals) != v8.literals_type || !outer || !positions)
     return NULL;
   long inl_bytes = length_of(inlinings), table_bytes = length_of(positions);
   long n = inl_bytes / INLINING_POSITION_BYTES;

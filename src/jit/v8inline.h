@@ -10,7 +10,7 @@
  * come from the postmortem-debugging constants node exports (v8dbg_*, as
  * llnode reads them), the rest (where the Code object is from the
  * instruction start, and for V8 12 the Code fields) from the V8 versions
- * checked: 11.3 and 12.4 (Node 20 and 22; kf_v8inline_setup).
+ * checked: 11.3, 12.4 and 13.6 (Node 20, 22 and 24; kf_v8inline_setup).
  * Every read goes through process_vm_readv on this process, so a layout
  * that is not what it should be gives an error, never a fault; and every
  * object's map is checked for its instance type before it is read.
