@@ -52,6 +52,20 @@ const BENCHES = [
     tables: (r) => require('./truth').readmeTables(r)
   },
   {
+    file: 'truth-node22.json',
+    title: "The same on Node 22 (V8 12.4)",
+    script: 'bench/truth.js',
+    about: (r) => `${r.rounds} rounds, as above, run with Node 22's binary (\`scripts/test-node-major.sh\` fetches it) against an addon built for it`,
+    tables: (r) => require('./truth').readmeTables(r, 'truth-node22.json')
+  },
+  {
+    file: 'truth-node24.json',
+    title: "The same on Node 24 (V8 13.6)",
+    script: 'bench/truth.js',
+    about: (r) => `${r.rounds} rounds, as above, run with Node 24's binary (\`scripts/test-node-major.sh\` fetches it) against an addon built for it`,
+    tables: (r) => require('./truth').readmeTables(r, 'truth-node24.json')
+  },
+  {
     file: 'stackcopy.json',
     title: 'What the stack copy (`stackBytes`) costs and buys',
     script: 'bench/stackcopy.js',

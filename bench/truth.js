@@ -457,11 +457,11 @@ function fromCpuprofile (profile, [fromUs, toUs]) {
 // kflame's JS function frame "name path:line:col_[j]" (a V8 tier marker
 // ~^+* in front when profiled with tiers), or "name path:line:col_[i]" for a
 // function V8 inlined into the frame's code (`inlined` false drops those),
-// as its key; RegExp code as "RegExp:/source/"; else null.
+// as its key; RegExp code as "RegExp:/source/" (without its flags); else null.
 function kflameKey (f, inlined = true) {
   if (!f.endsWith('_[j]') && !(inlined && f.endsWith('_[i]'))) return null
   const s = f.slice(0, -4)
-  if (s.startsWith('RegExp:/')) return s
+  if (s.startsWith('RegExp:/')) return s.replace(/\/[a-z]*$/, '/') // V8 13's flags: V8's profile has none
   if (/^(Builtin|BytecodeHandler):/.test(s) || s === '(interpreted)' || s === '[jit]') return null
   if (!/ \S*:\d+:\d+$/.test(s)) return null
   return s.replace(/^[~^+*]/, '')
@@ -672,7 +672,7 @@ function functionTable (rows, modes, what, caller) {
 
 // The markdown tables, shared with bench/table.js.
 // summaryOnly: the two summary tables (docs/benchmarks.md's), without the per-function ones.
-function formatTables (r, { summaryOnly = false } = {}) {
+function formatTables (r, { summaryOnly = false, resultsFile = 'truth.json' } = {}) {
   const out = []
   const others = r.modes.filter((m) => m !== 'v8')
   out.push('| workload | side | samples per round (counted), per ms of thread CPU | left out: V8 (program) / GC / idle; kflame no named JS / GC | JS frames per counted sample | self shares on another function: against V8, round to round | max \\|diff\\| in the top 10: self, inclusive (pts) | worst inclusive, any library function >= 1% in V8: V8 / kflame % |')
@@ -700,7 +700,7 @@ function formatTables (r, { summaryOnly = false } = {}) {
     }
   }
   if (summaryOnly) {
-    out.push('', `The top-10 tables per workload and function: \`node bench/table.js\`, or \`bench/results/truth.json\`.`)
+    out.push('', `The top-10 tables per workload and function: \`node bench/table.js\`, or \`bench/results/${resultsFile}\`.`)
     return out
   }
   const rounds = `median of ${r.rounds}${r.rounds > 1 ? ', min-max' : ''}`
@@ -821,7 +821,7 @@ function main () {
   if (jsonOut) writeResults(jsonOut, machine, result)
 }
 
-const readmeTables = (r) => formatTables(r, { summaryOnly: true })
+const readmeTables = (r, resultsFile) => formatTables(r, { summaryOnly: true, resultsFile })
 
 module.exports = { formatTables, readmeTables }
 

@@ -141,6 +141,22 @@ t.test('worker threads that load kflame get their JS frames named', async (t) =>
     `worker JS frames named (${total(worker, has(/^workerHot /))} of ${total(worker)})`)
 })
 
+t.test('RegExp code is named by its source, and its flags where V8 reports them', async (t) => {
+  const re = /x(abc|def)+y/g
+  kflame.start({ hz: 999 })
+  let n = 0
+  const end = Date.now() + 400
+  for (let i = 0; Date.now() < end; i++) n += ('zz' + 'xabcdef'.repeat(50) + 'y' + i).replace(re, 'q').length
+  const stacks = parseFolded(kflame.stop().folded)
+  t.ok(n > 0)
+  // V8 13 (Node 24) names RegExp code "RegExp.> src: '...' flags: 'g'";
+  // before, "RegExp:..." without the flags.
+  const flags = Number(process.versions.v8.split('.')[0]) >= 13 ? 'g' : ''
+  const named = total(stacks, has(new RegExp(`^RegExp:/x\\(abc\\|def\\)\\+y/${flags}_\\[j\\]$`)))
+  t.ok(named > 20, `the regexp's own frame in ${named} samples`)
+  t.equal(total(stacks, has(/^RegExp\.>/)), 0, 'no frame keeps V8 13\'s raw name')
+})
+
 // Whether V8's hook feeds this isolate's code map: { load, started } after
 // the addon loads and after a start().
 const ARMED_PROBE = `

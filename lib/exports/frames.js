@@ -71,7 +71,7 @@ function parseJs (body) {
  *     -> { functionName: 'alpha', url: '/app/a.js', lineNumber: 14, columnNumber: 16, kind: 'js', tier: '' }
  *
  * kind: 'js' (a JS function; name_[i] when inlined), 'jit' (other generated code: Builtin:X,
- * BytecodeHandler:X, RegExp:/src/, (interpreted), [jit]), 'kernel' (name_[k]),
+ * BytecodeHandler:X, RegExp:/src/flags, (interpreted), [jit]), 'kernel' (name_[k]),
  * 'native' (ELF symbols, [libfoo.so], lib+0xOFF, [unknown]) or 'root' (the
  * thread; say so with isRoot, the name alone cannot tell). lineNumber and
  * columnNumber are 1-based as in the name, 0 when unknown. url is the script

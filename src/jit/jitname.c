@@ -32,6 +32,25 @@ static int is_js_tag(const char *s, size_t n) {
 
 static int is_tier(char c) { return c == '~' || c == '^' || c == '+' || c == '*'; }
 
+/* V8 13's name of RegExp code, "RegExp.> src: '<source>' flags: '<flags>'"
+ * (V8 11 and 12 say "RegExp:<source>"), as "RegExp:/<source>/<flags>".
+ * The source is V8's text as written, quotes included: the flags' part is
+ * the last one. 0 when the name is not one. */
+static int regexp13(out_t *o, const char *v8name, size_t len) {
+  static const char head[] = "RegExp.> src: '", mid[] = "' flags: '";
+  const size_t hn = sizeof head - 1, mn = sizeof mid - 1;
+  if (len < hn + mn + 1 || memcmp(v8name, head, hn) != 0 || v8name[len - 1] != '\'') return 0;
+  size_t flags = len - 1; /* where the flags end */
+  size_t at = flags;
+  while (at > hn && v8name[at - 1] >= 'a' && v8name[at - 1] <= 'z') at--;
+  if (at < hn + mn || memcmp(v8name + at - mn, mid, mn) != 0) return 0;
+  puts_(o, "RegExp:/");
+  put(o, v8name + hn, at - mn - hn);
+  puts_(o, "/");
+  put(o, v8name + at, flags - at);
+  return 1;
+}
+
 size_t kf_jitname(const char *v8name, size_t len, char *buf, size_t cap,
                   char *tier) {
   out_t o = {buf, cap, 0};
@@ -61,6 +80,7 @@ size_t kf_jitname(const char *v8name, size_t len, char *buf, size_t cap,
     puts_(&o, "/");
     return o.len;
   }
+  if (regexp13(&o, v8name, len)) return o.len;
   static const char trampoline[] = "Builtin:InterpreterEntryTrampoline";
   if (len == sizeof trampoline - 1 && memcmp(v8name, trampoline, len) == 0) {
     puts_(&o, "(interpreted)");

@@ -48,6 +48,15 @@ static void jitname_formats(void) {
   CHECK_STR(out, "(interpreted)");
   NAME("RegExp:a+;b\nc");
   CHECK_STR(out, "RegExp:/a+:b c/"); /* sanitised */
+  /* V8 13: source and flags quoted; the source may hold quotes itself */
+  NAME("RegExp.> src: 'x(abc|def)+y' flags: 'gi'");
+  CHECK_STR(out, "RegExp:/x(abc|def)+y/gi");
+  NAME("RegExp.> src: 'a' flags: 'b' flags: ''");
+  CHECK_STR(out, "RegExp:/a' flags: 'b/");
+  NAME("RegExp.> src: 'x' flags: 'g"); /* cut short: kept as V8 wrote it */
+  CHECK_STR(out, "RegExp.> src: 'x' flags: 'g");
+  NAME("RegExp.> src: '");
+  CHECK_STR(out, "RegExp.> src: '");
   kf_jitname("JS:+f\0x", 7, out, sizeof out, &tier);
   CHECK_STR(out, "f x");
   CHECK(tier == '+');
