@@ -31,6 +31,13 @@
 //             while the library loaded, and node's own (bootstrap, module
 //             loader), were compiled before kflame turned on
 //             --interpreted-frames-native-stack.
+//   same      both at once: node --cpu-prof as the v8 side, and kflame as
+//             the kflame side, in one process: the code V8 made (what it
+//             inlined, when it tiered up), which differs from process to
+//             process, is the same for both, so their shares are compared
+//             per trial (each profiler's signals and thread cost the other
+//             a little; V8's profiler deadlocked once in its signal handler,
+//             which --timeout bounds)
 //   register  node -r kflame/register (KFLAME_HZ=999, KFLAME_OUT=x.folded):
 //             kflame loads before anything else; the work runs inside
 //             kflame.label() so its window can be cut out of the whole-run
@@ -45,7 +52,13 @@
 // not name), node's C++ callbacks (V8's nodes without URL and line) are not
 // functions here. Each kflame side is also read again with its "_[i]" frames
 // dropped ("`_[i]` frames dropped" rows): the picture without inlined
-// functions, to see what splitting them off buys.
+// functions, to see what splitting them off buys; and with V8's convention
+// (rows so named): V8's profiler expands a frame's inlined functions only
+// for its callers' frames, never for the code the sample's pc is in (its
+// symbolizer pushes that code's own function as the leaf), so a sample in
+// code inlined into F is F's self time in V8's profile. kflame gives it to
+// the inlined function, where it ran; the convention drops the `_[i]`
+// frames at a stack's leaf end to read kflame as V8 counts.
 //   self share of F       samples whose innermost JS function is F / counted
 //   inclusive share of F  samples with F anywhere on the stack / counted
 // Counted samples (the denominator), on each side, are the window's samples
@@ -91,7 +104,7 @@
 //     on fewer than 95% of samples.
 //
 //   node bench/truth.js [--quick] [--rounds N] [--seconds S] [--hz N] [--top N]
-//     [--workloads acorn,marked,typescript] [--modes v8,kflame,register]
+//     [--workloads acorn,marked,typescript] [--modes v8,kflame,register,same]
 //     [--node-flags "--no-turbo-inlining"] [--stack-bytes N] [--timeout S] [--retries N]
 //     [--json FILE]
 //
@@ -113,11 +126,12 @@ const { fileURLToPath } = require('node:url')
 const ROOT = path.join(__dirname, '..')
 const LABEL = 'kflame-truth-window'
 const KFLAME_LIB = ` ${path.join(ROOT, 'lib')}${path.sep}`
-const MODES = ['v8', 'kflame', 'register']
+const MODES = ['v8', 'kflame', 'register', 'same']
 const MODE_NAMES = {
   v8: 'V8 (`--cpu-prof`, 1 ms)',
   kflame: 'kflame, required after the library',
-  register: 'kflame, `-r kflame/register`'
+  register: 'kflame, `-r kflame/register`',
+  same: 'kflame and V8 in one process'
 }
 
 // --- the libraries and their inputs ------------------------------------------
@@ -310,7 +324,7 @@ function child (name, mode, seconds, hz, dir, stackBytes) {
   const lib = w.load()
   const input = w.input()
   let kflame = null
-  if (mode === 'kflame') {
+  if (mode === 'kflame' || mode === 'same') {
     kflame = require('..')
     kflame.start(stackBytes ? { hz, stackBytes } : { hz })
   }
@@ -355,7 +369,7 @@ function trial (name, mode, opts) {
   try {
     const argv = [...opts.nodeFlags]
     const extraEnv = {}
-    if (mode === 'v8') argv.push('--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-interval', '1000')
+    if (mode === 'v8' || mode === 'same') argv.push('--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-interval', '1000')
     if (mode === 'register') {
       argv.push('-r', path.join(ROOT, 'register.js'))
       Object.assign(extraEnv, { KFLAME_OUT: path.join(dir, 'register.folded'), KFLAME_HZ: String(opts.hz), KFLAME_QUIET: '1' })
@@ -371,18 +385,25 @@ function trial (name, mode, opts) {
     const res = JSON.parse(fs.readFileSync(path.join(dir, 'result.json'), 'utf8'))
     let side
     let sideOuter = null
-    if (mode === 'v8') {
+    let sideV8 = null
+    let v8Beside = null // 'same': V8's profile of the same process
+    const cpuprofile = () => {
       const file = fs.readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))
-      if (!file) throw new Error(`${name}/v8: node --cpu-prof wrote no .cpuprofile in ${dir}`)
-      side = fromCpuprofile(JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')), res.window)
+      if (!file) throw new Error(`${name}/${mode}: node --cpu-prof wrote no .cpuprofile in ${dir}`)
+      return fromCpuprofile(JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')), res.window)
+    }
+    if (mode === 'v8') {
+      side = cpuprofile()
     } else {
-      const file = path.join(dir, mode === 'kflame' ? 'kflame.folded' : 'register.folded')
+      if (mode === 'same') v8Beside = cpuprofile()
+      const file = path.join(dir, mode === 'register' ? 'register.folded' : 'kflame.folded')
       if (!fs.existsSync(file)) throw new Error(`${name}/${mode}: no folded profile written:\n${tail()}`)
       const text = fs.readFileSync(file, 'utf8')
       side = fromFolded(text, mode === 'register' ? LABEL : null)
-      sideOuter = fromFolded(text, mode === 'register' ? LABEL : null, false)
+      sideOuter = fromFolded(text, mode === 'register' ? LABEL : null, 'none')
+      sideV8 = fromFolded(text, mode === 'register' ? LABEL : null, 'callers')
     }
-    return { side, sideOuter, iterations: res.iterations, cpuMs: res.cpuMs, inputBytes: res.inputBytes, stats: res.stats }
+    return { side, sideOuter, sideV8, v8Beside, iterations: res.iterations, cpuMs: res.cpuMs, inputBytes: res.inputBytes, stats: res.stats }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true })
   }
@@ -472,7 +493,12 @@ const GC_FRAME = /^v8::internal::(Heap::(CollectGarbage|CollectAllGarbage|Collec
 
 // `inlined` false: as if kflame did not split inlined functions off their
 // outer code (what it did before it read V8's line events).
-function fromFolded (text, label, inlined = true) {
+// inlined: 'all' (kflame's picture), 'none' (every `_[i]` frame dropped), or
+// 'callers' (V8's convention: the functions inlined where the sample's pc
+// is, the `_[i]` frames at the stack's leaf end, dropped: V8's profiler
+// expands inlining only for its callers' frames, so its leaf is the code's
+// own function).
+function fromFolded (text, label, inlined = 'all') {
   const side = emptySide()
   for (const line of text.split('\n')) {
     const sp = line.lastIndexOf(' ')
@@ -485,12 +511,13 @@ function fromFolded (text, label, inlined = true) {
       frames.splice(1, 1)
     }
     side.total += n
+    if (inlined === 'callers') while (frames.length > 1 && frames[frames.length - 1].endsWith('_[i]')) frames.pop()
     const keys = []
     let gc = false
     let interpreted = false
     let inl = false
     for (let i = 1; i < frames.length; i++) {
-      const k = kflameKey(frames[i], inlined)
+      const k = kflameKey(frames[i], inlined !== 'none')
       if (k && frames[i].endsWith('_[i]')) inl = true
       // kflame's own JS (label() in the register side) is not the app's.
       if (k) { if (!k.includes(KFLAME_LIB)) keys.push(k) }
@@ -550,14 +577,20 @@ function pairDistance (as, bs) {
 }
 
 // A side as measured ('kflame'), or read again with kflame's inlined frames
-// dropped ('kflame/outer'): the two share their trials.
+// dropped ('kflame/outer') or only those of the sampled code, as V8's
+// profiler does ('kflame/v8'): they share their trials.
 const baseMode = (v) => v.split('/')[0]
-const modeName = (v) => v.endsWith('/outer') ? `${MODE_NAMES[baseMode(v)]}, \`_[i]\` frames dropped` : MODE_NAMES[v]
+const VARIANTS = {
+  outer: { name: '`_[i]` frames dropped', side: (t) => t.sideOuter },
+  v8: { name: 'V8\'s convention (no `_[i]` frame at the leaf)', side: (t) => t.sideV8 }
+}
+const variantOf = (v) => VARIANTS[v.split('/')[1]]
+const modeName = (v) => variantOf(v) ? `${MODE_NAMES[baseMode(v)]}, ${variantOf(v).name}` : MODE_NAMES[v]
 
 function compareWorkload (name, trials, modes, top) {
-  const variants = [...modes, ...modes.filter((m) => m !== 'v8').map((m) => `${m}/outer`)]
+  const variants = [...modes, ...modes.filter((m) => m !== 'v8').flatMap((m) => Object.keys(VARIANTS).map((x) => `${m}/${x}`))]
   const trialsOf = (v) => trials.filter((t) => t.mode === baseMode(v))
-  const by = (v) => trialsOf(v).map((t) => v.endsWith('/outer') ? t.sideOuter : t.side)
+  const by = (v) => trialsOf(v).map((t) => variantOf(v) ? variantOf(v).side(t) : t.side)
   const v8 = by('v8')
   const others = variants.filter((m) => m !== 'v8')
   const keysOf = (sides, kind) => {
@@ -637,7 +670,29 @@ function compareWorkload (name, trials, modes, top) {
       inlinedFrames: details('inlinedFrames')
     }
   }
-  return { name, summary: variants.map(sideSummary), self, incl, driver }
+  return { name, summary: variants.map(sideSummary), self, incl, driver, paired: pairedInProcess(trials, top) }
+}
+
+// The 'same' trials: kflame and V8's profiler in one process, so both see
+// the code V8 made in that run (what it inlined, when it tiered up), which
+// differs from process to process. Per function, the median over trials of
+// kflame's share less V8's, for the top functions by V8's share in those
+// trials; each reading of kflame's profile: as it is, and by V8's convention.
+function pairedInProcess (trials, top) {
+  const same = trials.filter((t) => t.mode === 'same' && t.v8Beside)
+  if (!same.length) return null
+  const share = (side, kind, key) => pct(side[kind].get(key) || 0, side.counted)
+  const reading = (kind, pick, skip) => {
+    const keys = new Set()
+    for (const t of same) for (const k of t.v8Beside[kind].keys()) if (!skip || !skip(k)) keys.add(k)
+    const rows = [...keys].map((key) => ({ key, v8: median(same.map((t) => share(t.v8Beside, kind, key))) }))
+      .sort((a, b) => b.v8 - a.v8 || (a.key < b.key ? -1 : 1)).slice(0, top)
+    for (const r of rows) r.diff = median(same.map((t) => share(pick(t), kind, r.key) - share(t.v8Beside, kind, r.key)))
+    const worst = rows.reduce((w, r) => !w || Math.abs(r.diff) > Math.abs(w.diff) ? r : w, null)
+    return { maxAbs: worst ? Math.abs(worst.diff) : null, worst, rows }
+  }
+  const of = (pick) => ({ self: reading('self', pick), incl: reading('incl', pick, isDriver) })
+  return { trials: same.length, kflame: of((t) => t.side), v8Convention: of((t) => t.sideV8) }
 }
 
 // --- tables ----------------------------------------------------------------------
@@ -693,10 +748,22 @@ function formatTables (r, { summaryOnly = false, resultsFile = 'truth.json' } = 
   out.push(`| workload | side | driver frames on every V8 sample (${r.workloads[0] ? r.workloads[0].driver.length : 0}): kflame's share, min / median | counted samples cut at perf_event_max_stack | with an \`(interpreted)\` frame | with an inlined \`_[i]\` frame | interpretedNamed / interpretedUnnamed / runningAdded / inlinedFrames per round |`)
   out.push('| --- | --- | --- | --- | --- | --- | --- |')
   for (const w of r.workloads) {
-    for (const s of w.summary.filter((x) => x.mode !== 'v8' && !x.mode.endsWith('/outer'))) {
+    for (const s of w.summary.filter((x) => x.mode !== 'v8' && !variantOf(x.mode))) {
       const d = [s.interpretedNamed, s.interpretedUnnamed, s.runningAdded, s.inlinedFrames]
       out.push(`| ${w.name} | ${modeName(s.mode)} | ${f1(s.driver.minShare)}% / ${f1(s.driver.medianShare)}% | ${f1(s.truncatedShare)}% | ` +
         `${f1(s.interpretedShare)}% | ${f1(s.inlinedShare)}% | ${d.every((x) => x === null) ? '-' : d.map((x) => x ?? '-').join(' / ')} |`)
+    }
+  }
+  const paired = r.workloads.filter((w) => w.paired)
+  if (paired.length) {
+    const worst = (x) => x.worst ? `${f1(x.maxAbs)} (${shortKey(x.worst.key)}: V8 ${f1(x.worst.v8)}%, ${sgn(x.worst.diff)})` : '-'
+    out.push('', 'kflame and V8 in one process (the same code to profile): median over trials of kflame\'s share less V8\'s, top 10 by V8\'s share:', '')
+    out.push('| workload | reading of kflame\'s profile | trials | max \\|diff\\|, self (pts; worst) | max \\|diff\\|, inclusive (pts; worst) |')
+    out.push('| --- | --- | --- | --- | --- |')
+    for (const w of paired) {
+      for (const [reading, x] of [['as it is', w.paired.kflame], ['V8\'s convention (no `_[i]` frame at the leaf)', w.paired.v8Convention]]) {
+        out.push(`| ${w.name} | ${reading} | ${w.paired.trials} | ${worst(x.self)} | ${worst(x.incl)} |`)
+      }
     }
   }
   if (summaryOnly) {
@@ -706,7 +773,7 @@ function formatTables (r, { summaryOnly = false, resultsFile = 'truth.json' } = 
   const rounds = `median of ${r.rounds}${r.rounds > 1 ? ', min-max' : ''}`
   for (const w of r.workloads) {
     out.push('', `*${w.name}*: top ${w.self.length} by V8's self share (${rounds}):`, '')
-    out.push(...functionTable(w.self, r.modes, 'function (self)', true))
+    out.push(...functionTable(w.self, [...r.modes, ...others.map((m) => `${m}/v8`)], 'function (self)', true))
     out.push('', `*${w.name}*: top ${w.incl.length} by V8's inclusive share, the library's functions (${rounds}):`, '')
     out.push(...functionTable(w.incl, r.modes, 'function (inclusive)', false))
     const low = w.driver.filter((d) => others.some((m) => d[m].median < 95))
@@ -809,7 +876,7 @@ function main () {
     notes,
     inputs: Object.fromEntries(names.map((n) => [n, trials.find((t) => t.name === n).inputBytes])),
     workloads,
-    trials: trials.map(({ side, sideOuter, ...rest }) => ({
+    trials: trials.map(({ side, sideOuter, sideV8, v8Beside, ...rest }) => ({
       ...rest, samples: side.total, counted: side.counted, excluded: side.excluded, stats: rest.stats ? { samples: rest.stats.samples, lost: rest.stats.lost, details: rest.stats.details } : null
     }))
   }
