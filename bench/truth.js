@@ -36,7 +36,7 @@
 //             inlined, when it tiered up), which differs from process to
 //             process, is the same for both, so their shares are compared
 //             per trial (each profiler's signals and thread cost the other
-//             a little; V8's profiler deadlocked once in its signal handler,
+//             a little; V8's profiler deadlocked at times in its signal handler,
 //             which --timeout bounds)
 //   register  node -r kflame/register (KFLAME_HZ=999, KFLAME_OUT=x.folded):
 //             kflame loads before anything else; the work runs inside
