@@ -51,20 +51,13 @@ const BENCHES = [
       `; acorn ${r.versions.acorn}, marked ${r.versions.marked}, typescript ${r.versions.typescript}`,
     tables: (r) => require('./truth').readmeTables(r)
   },
-  {
-    file: 'truth-node22.json',
-    title: "The same on Node 22 (V8 12.4)",
+  ...[['22', '12.4'], ['24', '13.6']].map(([major, v8]) => ({
+    file: `truth-node${major}.json`,
+    title: `The same on Node ${major} (V8 ${v8})`,
     script: 'bench/truth.js',
-    about: (r) => `${r.rounds} rounds, as above, run with Node 22's binary (\`scripts/test-node-major.sh\` fetches it) against an addon built for it`,
-    tables: (r) => require('./truth').readmeTables(r, 'truth-node22.json')
-  },
-  {
-    file: 'truth-node24.json',
-    title: "The same on Node 24 (V8 13.6)",
-    script: 'bench/truth.js',
-    about: (r) => `${r.rounds} rounds, as above, run with Node 24's binary (\`scripts/test-node-major.sh\` fetches it) against an addon built for it`,
-    tables: (r) => require('./truth').readmeTables(r, 'truth-node24.json')
-  },
+    about: (r) => `${r.rounds} rounds, as above, run with Node ${major}'s binary (\`scripts/test-node-major.sh\` fetches it) against an addon built for it`,
+    tables: (r) => require('./truth').readmeTables(r, `truth-node${major}.json`)
+  })),
   {
     file: 'stackcopy.json',
     title: 'What the stack copy (`stackBytes`) costs and buys',

@@ -399,9 +399,10 @@ function trial (name, mode, opts) {
       const file = path.join(dir, mode === 'register' ? 'register.folded' : 'kflame.folded')
       if (!fs.existsSync(file)) throw new Error(`${name}/${mode}: no folded profile written:\n${tail()}`)
       const text = fs.readFileSync(file, 'utf8')
-      side = fromFolded(text, mode === 'register' ? LABEL : null)
-      sideOuter = fromFolded(text, mode === 'register' ? LABEL : null, 'none')
-      sideV8 = fromFolded(text, mode === 'register' ? LABEL : null, 'callers')
+      const label = mode === 'register' ? LABEL : null
+      side = fromFolded(text, label)
+      sideOuter = fromFolded(text, label, 'none')
+      sideV8 = fromFolded(text, label, 'callers')
     }
     return { side, sideOuter, sideV8, v8Beside, iterations: res.iterations, cpuMs: res.cpuMs, inputBytes: res.inputBytes, stats: res.stats }
   } finally {
