@@ -39,6 +39,7 @@
         "src/jit/v8frames.c",
         "src/jit/jitlines.c",
         "src/jit/v8inline.c",
+        "src/jit/v8heap.c",
         "src/jit/jithook.c",
         "src/collect/labels.c",
         "src/util/sigwatch.c",

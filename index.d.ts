@@ -170,6 +170,8 @@ export interface ProfileDetails {
   interpretedNamed: number
   interpretedUnnamed: number
   runningAdded: number
+  unreportedNamed: number
+  unreportedUnnamed: number
   inlinedFrames: number
   inlinedExact: number
   inlinedUnnamed: number

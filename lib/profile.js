@@ -201,6 +201,15 @@ function warningsFor (raw, labels, workers) {
     warnings.push(`${workers.failed} worker thread(s) could not get kflame's JIT hook (${workers.lastError}): ` +
       'their JS frames show as [jit]; require kflame in the worker to name them')
   }
+  // Code V8 made before its hook was armed (the first start()) and never
+  // lists: OSR code is named from its frame, other code not (internals:
+  // "Code made before the first start()"). Workers without the hook have
+  // their own warning above.
+  if (raw.unreportedUnnamed > Math.max(10, 0.01 * raw.samples) && !(workers && workers.failed > 0)) {
+    warnings.push(`${raw.unreportedUnnamed} frames are [jit]: optimized code V8 made before the first start() armed ` +
+      'its code-event hook and never reported (it was not yet attached to its function); KFLAME_JIT=load arms ' +
+      'the hook when kflame loads and names them')
+  }
   if (raw.kernelRefused) {
     warnings.push('kernel frames are not sampled: kernel.perf_event_paranoid forbids it for this user ' +
       '(needs <= 1, root, or CAP_PERFMON); time spent inside system calls is not counted')
@@ -284,6 +293,10 @@ function makeStats (raw, labels = null, workers = null) {
       interpretedNamed: raw.interpretedNamed,
       interpretedUnnamed: raw.interpretedUnnamed,
       runningAdded: raw.runningAdded,
+      // Frames of code V8 never reported (OSR code compiled before the
+      // hook was armed): named from their frame, or left [jit].
+      unreportedNamed: raw.unreportedNamed,
+      unreportedUnnamed: raw.unreportedUnnamed,
       inlinedFrames: raw.inlinedFrames,
       // Of those, from V8's own inlining ids; inlined functions left out
       // (not nameable); optimized code whose inlining was read, or could

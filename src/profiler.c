@@ -403,6 +403,8 @@ int kf_session_stop(kf_session_t *s, kf_profile_t *out) {
   st->interpreted_named = cs->jit.interpreted_named;
   st->interpreted_unnamed = cs->jit.interpreted_unnamed;
   st->running_added = cs->jit.running_added;
+  st->unreported_named = cs->jit.unreported_named;
+  st->unreported_unnamed = cs->jit.unreported_unnamed;
   st->inlined = cs->jit.inlined;
   st->inlined_exact = cs->jit.inlined_exact;
   st->inlined_unnamed = cs->jit.inlined_unnamed;

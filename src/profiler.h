@@ -98,6 +98,8 @@ typedef struct kf_profile_stats {
   /* From stack copies (jitframes.h): interpreter frames named, left
    * "(interpreted)", running functions put back under a handler. */
   uint64_t interpreted_named, interpreted_unnamed, running_added;
+  /* Frames of code V8 never reported, named from the copy or left [jit] */
+  uint64_t unreported_named, unreported_unnamed;
   uint64_t inlined;              /* inlined frames added */
   uint64_t inlined_exact, inlined_unnamed; /* from V8's inlining ids; left out */
   uint64_t inlining_read, inlining_failed; /* optimized code whose inlining

@@ -62,6 +62,20 @@ t.test('the running function is the leaf-most JS frame', async (t) => {
   t.ok(r.stats.details.runningAdded > 0)
 })
 
+t.test('a loop replaced on the stack before the first start() is named, not [jit]', async (t) => {
+  // V8 never reports that OSR code (the hook is armed at start()); its
+  // frame keeps the function's BytecodeArray, which names it.
+  const r = runFixture('osr-before-start.js', [], [], { KFLAME_JIT: 'lazy' })
+  const js = onMain(r.stacks).filter(has(/_\[j\]$/))
+  const spin = total(js, has(/^spinLoop .*osr-before-start\.js:9:19_\[j\]$/))
+  const unnamed = total(js, has(/^\[jit\]_\[j\]$/))
+  t.ok(total(js) > 200, `enough samples (${total(js)})`)
+  t.ok(spin >= 0.95 * total(js), `spinLoop in ${spin} of ${total(js)}`)
+  t.ok(unnamed <= 0.01 * total(js), `[jit] frames in ${unnamed} of ${total(js)}`)
+  const d = r.stats.details
+  t.ok(d.unreportedNamed > 0, `${d.unreportedNamed} frames of unreported code named (${d.unreportedUnnamed} not)`)
+})
+
 t.test('stackBytes: 0 reads no stack, and bad values are refused', async (t) => {
   kflame.start({ hz: 999, stackBytes: 0 })
   const end = performance.now() + 50

@@ -101,6 +101,7 @@ struct kf_collector {
   size_t tailbuf_cap;
   kf_maps_t maps;          /* to tell unnamed generated code apart */
   uint64_t maps_loaded_at;
+  kf_v8heap_layout_t heap; /* V8's objects, for frames of unreported code */
   uint32_t maps_reloads;
 };
 
@@ -176,6 +177,10 @@ static int unnamed_jit(kf_collector_t *c, uint64_t ip) {
     m = kf_maps_find(&c->maps, ip);
   }
   return m && m->exec && anonymous(m);
+}
+
+static int is_jit_code(void *collector, uint64_t ip) {
+  return unnamed_jit(collector, ip);
 }
 
 static void mark_unnamed_jit(kf_collector_t *c, uint64_t *ips, uint32_t nr) {
@@ -745,7 +750,14 @@ int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
     free(c);
     return -ENOMEM;
   }
-  if (c->jit) kf_jitframes_inlining(c->jit, opts->funcpos);
+  if (c->jit) {
+    kf_jitframes_inlining(c->jit, opts->funcpos);
+    kf_jitframes_unreported(c->jit, is_jit_code, c,
+                            opts->v8layout && kf_v8heap_layout_load(opts->v8layout->sfi_function_data,
+                                                                    &c->heap) == 0
+                                ? &c->heap
+                                : NULL);
+  }
   /* Without it, frames stay as the frame-pointer walk found them. */
   if (opts->dwarf) c->dwarf = kf_dwarf_new();
   if (c->jit && kf_maps_load(&c->maps) == 0) {

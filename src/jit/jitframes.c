@@ -7,6 +7,7 @@
 
 #include "util/grow.h"
 #include "util/hash.h"
+#include "jit/v8heap.h"
 
 #define TOKEN_BASE 0xfffe000000000000ULL
 #define TOKEN_MASK 0xffff000000000000ULL
@@ -27,6 +28,7 @@ typedef struct cached_frame {
   int ninlined;
   int exact;   /* the inlined functions are V8's own (v8inline.h) */
   int unnamed; /* and so many V8 told of were left out */
+  int unreported; /* no code known, yet generated code is there */
   uint64_t inlined[KF_JITFRAMES_MAX_INLINED];
 } cached_frame_t;
 
@@ -46,6 +48,9 @@ struct kf_jitframes {
   kf_code_alias_t aliases[MAX_ALIASES];
   size_t naliases;
   kf_funcpos_t *funcpos; /* small functions' source offsets, or NULL */
+  kf_jitframes_is_jit_fn is_jit; /* generated code at an address, or NULL */
+  void *is_jit_ctx;
+  const kf_v8heap_layout_t *heap; /* to check a frame's function, or NULL */
   jit_name_t *names;
   size_t nnames, names_cap;
   uint32_t *slots; /* open addressing: name index + 1, 0 when empty */
@@ -60,6 +65,13 @@ static uint64_t hash_name(const char *s, char tier, int inlined) {
 
 void kf_jitframes_inlining(kf_jitframes_t *j, kf_funcpos_t *funcpos) {
   j->funcpos = funcpos;
+}
+
+void kf_jitframes_unreported(kf_jitframes_t *j, kf_jitframes_is_jit_fn is_jit,
+                             void *ctx, const kf_v8heap_layout_t *heap) {
+  j->is_jit = is_jit;
+  j->is_jit_ctx = ctx;
+  j->heap = heap;
 }
 
 kf_jitframes_t *kf_jitframes_new(kf_codemap_t *map,
@@ -321,20 +333,28 @@ static int inlined_at(kf_jitframes_t *j, uint64_t addr, uint64_t time,
   return n;
 }
 
-/* The token of the function whose interpreter frame is at fp, from the
- * BytecodeArray the frame holds. Returns 1, 0 when the frame cannot be
- * read or V8 reported no bytecode starting at the address it gives, or
- * -ENOMEM. */
+/* The function whose interpreter frame is at fp, from the BytecodeArray
+ * the frame holds: its name into name[NAME_BYTES], what it is into *info,
+ * the array's first bytecode into *bytecode. Returns 1, or 0 when the
+ * frame cannot be read or V8 reported no bytecode starting at the address
+ * it gives. */
+static int frame_bytecode(kf_jitframes_t *j, uint64_t time, const kf_userstack_t *stack,
+                          uint64_t fp, uint64_t *bytecode, kf_code_info_t *info,
+                          char *name) {
+  return kf_v8frames_bytecode(j->layout, stack, fp, bytecode) == 0 &&
+         lookup(j, *bytecode, time, info, name) && info->kind == KF_CODE_BYTECODE &&
+         info->start == *bytecode;
+}
+
+/* The token of the function whose interpreter frame is at fp. Returns 1,
+ * 0 when not known (frame_bytecode), or -ENOMEM. */
 static int frame_function(kf_jitframes_t *j, uint64_t time,
                           const kf_userstack_t *stack, uint64_t fp,
                           uint64_t *token) {
   uint64_t bytecode;
   kf_code_info_t info;
   char name[NAME_BYTES];
-  if (kf_v8frames_bytecode(j->layout, stack, fp, &bytecode) != 0 ||
-      !lookup(j, bytecode, time, &info, name) ||
-      info.kind != KF_CODE_BYTECODE || info.start != bytecode)
-    return 0;
+  if (!frame_bytecode(j, time, stack, fp, &bytecode, &info, name)) return 0;
   return token_of(j, name, info.tier, 0, token);
 }
 
@@ -350,6 +370,58 @@ static int frame_built(kf_jitframes_t *j, uint64_t time,
   char name[NAME_BYTES];
   return kf_userstack_word(stack, stack->sp, &top) == 0 && top != stack->bp &&
          !lookup(j, top - 1, time, &info, name);
+}
+
+/* Whether addr is a return address into code: V8's known code, or
+ * generated code (JS code is only ever called from either). */
+static int is_code(kf_jitframes_t *j, uint64_t time, uint64_t addr) {
+  kf_code_info_t info;
+  char name[NAME_BYTES];
+  return addr > 0 && (lookup(j, addr - 1, time, &info, name) ||
+                      (j->is_jit && j->is_jit(j->is_jit_ctx, addr - 1)));
+}
+
+/* The function whose frame at fp runs code V8 never reported: on-stack-
+ * replacement code compiled before the hook was armed. V8's report of
+ * the code that exists lists the code attached to functions, and OSR code
+ * is not (it sits in the function's feedback vector), so a loop V8
+ * replaced before the first start() would run as "[jit]" for the whole
+ * profile, its time under its caller. OSR code carries on in the
+ * interpreter (or baseline) frame it replaced, which keeps the function's
+ * BytecodeArray where an interpreter frame does. That slot is a spill
+ * slot in any other frame, and may hold a stale BytecodeArray of an
+ * earlier frame at the same depth: the frame's own JSFunction (always
+ * written) must run that bytecode, read in V8's heap (v8heap.h). Returns
+ * 1, 0 when not named (left to be "[jit]"), or -ENOMEM. */
+static int unreported_function(kf_jitframes_t *j, uint64_t time,
+                               const kf_userstack_t *stack, uint64_t fp,
+                               uint64_t *token) {
+  uint64_t function, bytecode;
+  kf_code_info_t info;
+  char name[NAME_BYTES];
+  /* The heap is read last: a worker without the hook has no bytecode
+   * known, and its frames cost no system call. Named without a tier: V8
+   * does not say whose OSR code it is. */
+  if (!j->heap || !frame_bytecode(j, time, stack, fp, &bytecode, &info, name) ||
+      kf_v8frames_function(j->layout, stack, fp, &function) ||
+      !kf_v8heap_runs_bytecode(j->heap, function,
+                               kf_v8frames_bytecode_array(j->layout, bytecode)))
+    return 0;
+  return token_of(j, name, '\0', 0, token);
+}
+
+/* Whether unreported code sampled at the leaf has its own frame at bp: it
+ * is not in a prologue, where bp is still the caller's frame and sp holds
+ * the return address into the caller, or (after push rbp) bp with the
+ * return address above it. OSR code has no prologue: it is jumped into
+ * with its frame built. (Slots not yet pushed are below sp, where the
+ * copy, which starts at sp, has nothing.) */
+static int unreported_leaf_frame(kf_jitframes_t *j, uint64_t time,
+                                 const kf_userstack_t *stack) {
+  uint64_t top, next;
+  if (kf_userstack_word(stack, stack->sp, &top) || is_code(j, time, top)) return 0;
+  return top != stack->bp ||
+         (kf_userstack_word(stack, stack->sp + 8, &next) == 0 && !is_code(j, time, next));
 }
 
 /* The function a leaf builtin or bytecode handler was running for, which
@@ -378,6 +450,14 @@ static int running_function(kf_jitframes_t *j, uint64_t time,
       kf_userstack_word(stack, stack->sp, &ret) != 0)
     return 0;
   int rc = named_token_at(j, ret - 1, time, &caller_token, &caller, name);
+  if (rc == 0 && j->is_jit && j->is_jit(j->is_jit_ctx, ret - 1)) {
+    /* Called from code V8 never reported (unreported_function): its frame
+     * is at bp (a builtin that built its own frame has a frame-type marker
+     * there instead of a context, and is not named). */
+    rc = unreported_function(j, time, stack, stack->bp, &tokens[0]);
+    if (rc > 0) j->stats.unreported_named++;
+    return rc;
+  }
   if (rc <= 0) return rc;
   if (caller.kind != KF_CODE_JS) return 0;
   if (nuser > 1) {
@@ -398,11 +478,12 @@ static int running_function(kf_jitframes_t *j, uint64_t time,
 /* The code at return address `at` at `time`: its token and what it is,
  * with the functions inlined there (*ninlined of them into chain), from
  * the cache when the map's answer there still holds. Returns 1, 0 when no
- * code is known there, or -ENOMEM. */
+ * code is known there (*unreported: yet generated code is there), or
+ * -ENOMEM. */
 static int code_at(kf_jitframes_t *j, uint64_t at, uint64_t time,
                    uint64_t *token, kf_code_info_t *info,
                    uint64_t chain[KF_JITFRAMES_MAX_INLINED], int *ninlined,
-                   int *exact, int *unnamed) {
+                   int *exact, int *unnamed, int *unreported) {
   cached_frame_t *c = j->cache ? &j->cache[kf_hash_mix(at) & (CACHE_SLOTS - 1)] : NULL;
   if (c && c->addr == at && time >= c->stable_since &&
       c->generation == kf_codemap_generation(j->map)) {
@@ -412,14 +493,16 @@ static int code_at(kf_jitframes_t *j, uint64_t at, uint64_t time,
     *ninlined = c->ninlined;
     *exact = c->exact;
     *unnamed = c->unnamed;
+    *unreported = c->unreported;
     memcpy(chain, c->inlined, (size_t)c->ninlined * sizeof(uint64_t));
     return c->token != 0;
   }
   char name[NAME_BYTES];
   int rc = named_token_at(j, at, time, token, info, name);
-  *ninlined = *exact = *unnamed = 0;
+  *ninlined = *exact = *unnamed = *unreported = 0;
   if (rc == 1) *ninlined = inlined_at(j, at, time, info, name, chain, exact, unnamed);
   if (rc < 0 || *ninlined < 0) return -ENOMEM;
+  if (rc == 0 && j->is_jit) *unreported = j->is_jit(j->is_jit_ctx, at);
   if (c && info->stable_since != UINT64_MAX) {
     *c = (cached_frame_t){.addr = at,
                           .generation = info->generation,
@@ -428,7 +511,8 @@ static int code_at(kf_jitframes_t *j, uint64_t at, uint64_t time,
                           .info = *info,
                           .ninlined = *ninlined,
                           .exact = *exact,
-                          .unnamed = *unnamed};
+                          .unnamed = *unnamed,
+                          .unreported = *unreported};
     memcpy(c->inlined, chain, (size_t)*ninlined * sizeof(uint64_t));
   }
   return rc;
@@ -456,6 +540,19 @@ static int frame_at(kf_jitframes_t *j, frame_walk_t *w, uint32_t k) {
   if (last < w->stack->sp || w->stack->len < 16 || last - w->stack->sp > w->stack->len - 16)
     j->stats.copy_short++;
   return 0;
+}
+
+/* Frame k of code V8 never reported, named by unreported_function; at
+ * the leaf only once its frame is built. Returns 1, 0 when not named, or
+ * -ENOMEM. */
+static int unreported_frame(kf_jitframes_t *j, frame_walk_t *w, uint32_t k,
+                            uint64_t time, uint64_t *token) {
+  int rc = 0;
+  if (frame_at(j, w, k) && (k > 0 || unreported_leaf_frame(j, time, w->stack)))
+    rc = unreported_function(j, time, w->stack, j->fps[k], token);
+  if (rc > 0) j->stats.unreported_named++;
+  if (rc == 0) j->stats.unreported_unnamed++;
+  return rc;
 }
 
 int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
@@ -486,18 +583,25 @@ int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
     /* A return address is looked up at its call instruction: one byte
      * before it is still the call, also when the call ends the code. */
     uint64_t at = k > 0 && ips[i] > 0 ? ips[i] - 1 : ips[i];
-    int found = 0, exact = 0, unnamed = 0;
-    int rc = code_at(j, at, time, &token, &info, chain, &found, &exact, &unnamed);
+    int found = 0, exact = 0, unnamed = 0, unreported = 0, at_start;
+    int rc = code_at(j, at, time, &token, &info, chain, &found, &exact, &unnamed,
+                     &unreported);
     if (rc == 0 && k > 0) {
       /* A frame the deoptimizer made: it continues in the interpreter, and
        * its callee returns to the very start of InterpreterEnterAtBytecode
        * (or AtNextBytecode), not after a call. */
-      rc = code_at(j, ips[i], time, &token, &info, chain, &found, &exact, &unnamed);
+      rc = code_at(j, ips[i], time, &token, &info, chain, &found, &exact, &unnamed,
+                   &at_start);
       if (rc > 0 && !(info.kind == KF_CODE_INTERPRETER_ENTRY && info.start == ips[i])) rc = 0;
       found = exact = unnamed = 0;
     }
+    if (rc == 0 && unreported) rc = unreported_frame(j, &walk, k, time, &token);
     if (rc < 0) return -ENOMEM;
     if (rc == 0) continue;
+    if (unreported) {
+      out[n - 1] = token;
+      continue;
+    }
     out[n - 1] = token;
     j->stats.named++;
     j->stats.inlined_unnamed += (uint64_t)unnamed;

@@ -22,6 +22,7 @@
 #include "symbols/procmaps.h"
 #include "unwind/userstack.h"
 #include "jit/v8frames.h"
+#include "jit/v8heap.h"
 
 typedef struct kf_jitframes kf_jitframes_t;
 
@@ -45,6 +46,18 @@ void kf_jitframes_alias(kf_jitframes_t *j, const kf_code_alias_t *aliases,
  * are told apart). Before the first resolve. */
 void kf_jitframes_inlining(kf_jitframes_t *j, kf_funcpos_t *funcpos);
 
+/* Whether generated code is at addr (an anonymous executable mapping):
+ * called on the collector thread, once per address until the code map
+ * changes. */
+typedef int (*kf_jitframes_is_jit_fn)(void *ctx, uint64_t addr);
+
+/* Names frames of generated code the map knows nothing of (jitframes.c:
+ * unreported_function) from their stack copy, each checked against its
+ * JSFunction in V8's heap as `heap` lays it out (NULL: only counted).
+ * Before the first resolve. */
+void kf_jitframes_unreported(kf_jitframes_t *j, kf_jitframes_is_jit_fn is_jit,
+                             void *ctx, const kf_v8heap_layout_t *heap);
+
 typedef struct kf_jitframes_stats {
   uint64_t named;               /* callchain frames named from the code map */
   /* Frames of the shared interpreter trampoline named by the BytecodeArray
@@ -54,6 +67,10 @@ typedef struct kf_jitframes_stats {
   /* Functions a bytecode handler at the leaf was running, put back under
    * it: the callchain skips them. */
   uint64_t running_added;
+  /* Frames of generated code V8 never reported (OSR code compiled before
+   * the hook was armed) named from the BytecodeArray their frame keeps,
+   * and those left "[jit]". */
+  uint64_t unreported_named, unreported_unnamed;
   uint64_t inlined;             /* inlined frames added */
   /* Of those, from V8's own inlining ids (v8inline.h); and inlined
    * functions V8 told of that could not be named (left out). */

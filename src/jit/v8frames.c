@@ -9,11 +9,15 @@
  * bytecode_header: where BytecodeArray::GetFirstBytecodeAddress() lies
  * from the untagged array, read off real frames of each node against its
  * BYTE_CODE events (the JS-frame tests check it on every major CI runs):
- * 54 bytes in V8 11.3; 64 once the array became a trusted object (12.x). */
+ * 54 bytes in V8 11.3; 64 once the array became a trusted object (12.x).
+ * sfi_function_data: 8 in all three (11.3 exports it as
+ * v8dbg_class_SharedFunctionInfo__function_data__Object; 12.4 and 13.6
+ * do not, and were read off real functions: the field holds the
+ * function's baseline Code, which holds its BytecodeArray). */
 static const kf_v8layout_t layouts[] = {
-    {11, 3, -8, -32, 54}, /* Node 20 */
-    {12, 4, -8, -32, 64}, /* Node 22 */
-    {13, 6, -8, -32, 64}, /* Node 24 */
+    {11, 3, -8, -16, -32, 54, 8}, /* Node 20 */
+    {12, 4, -8, -16, -32, 64, 8}, /* Node 22 */
+    {13, 6, -8, -16, -32, 64, 8}, /* Node 24 */
 };
 
 const kf_v8layout_t *kf_v8layout_for(const char *version) {
@@ -39,4 +43,18 @@ int kf_v8frames_bytecode(const kf_v8layout_t *l, const kf_userstack_t *s,
     return -1;
   *out = array - 1 + l->bytecode_header;
   return 0;
+}
+
+int kf_v8frames_function(const kf_v8layout_t *l, const kf_userstack_t *s,
+                         uint64_t fp, uint64_t *out) {
+  uint64_t function;
+  if (!l || kf_userstack_word(s, fp + (int64_t)l->function_from_fp, &function) ||
+      !is_heap_object(function))
+    return -1;
+  *out = function;
+  return 0;
+}
+
+uint64_t kf_v8frames_bytecode_array(const kf_v8layout_t *l, uint64_t bytecode) {
+  return bytecode - l->bytecode_header + 1;
 }

@@ -30,8 +30,11 @@ typedef struct kf_v8layout {
   int major, minor;          /* V8 version, for stats and tests */
   int32_t context_from_fp;   /* a tagged Context in JS frames; a Smi frame
                                 type marker in typed (stub) frames */
+  int32_t function_from_fp;  /* the JSFunction */
   int32_t bytecode_array_from_fp;
   uint32_t bytecode_header;  /* first bytecode minus the array's address */
+  int32_t sfi_function_data; /* SharedFunctionInfo: its function data
+                                (v8heap.h kf_v8heap_runs_bytecode) */
 } kf_v8layout_t;
 
 /* The layout of the V8 whose version string (v8::V8::GetVersion(),
@@ -46,5 +49,13 @@ const kf_v8layout_t *kf_v8layout_for(const char *version);
  * caller still checks that V8 reported bytecode starting exactly there. */
 int kf_v8frames_bytecode(const kf_v8layout_t *l, const kf_userstack_t *s,
                          uint64_t fp, uint64_t *out);
+
+/* The JSFunction (tagged) a JS frame at `fp` holds. Returns 0, or -1
+ * when the slot is not in the copy or holds no tagged pointer. */
+int kf_v8frames_function(const kf_v8layout_t *l, const kf_userstack_t *s,
+                         uint64_t fp, uint64_t *out);
+
+/* The BytecodeArray (tagged) whose first bytecode is at `bytecode`. */
+uint64_t kf_v8frames_bytecode_array(const kf_v8layout_t *l, uint64_t bytecode);
 
 #endif

@@ -1,14 +1,13 @@
 #define _GNU_SOURCE
 #include "jit/v8inline.h"
 
-#include <dlfcn.h>
+#include "jit/v8heap.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
 /* Bounds on what a real code object holds: V8's inlining ids are 16 bits,
  * and no optimized code has a position table near this size. */
@@ -38,12 +37,7 @@ static struct {
 
 static atomic_ulong nread, nfailed;
 
-static int constant(const char *name, long *out) {
-  const int *p = dlsym(RTLD_DEFAULT, name);
-  if (!p) return -1;
-  *out = *p;
-  return 0;
-}
+static int constant(const char *name, long *out) { return kf_v8heap_constant(name, out); }
 
 static int setup_locked(const char *v8_version);
 
@@ -139,29 +133,12 @@ static int setup_locked(const char *v8_version) {
   return 1;
 }
 
-/* ---- reads that fail instead of faulting -------------------------------- */
+/* ---- reads that fail instead of faulting (v8heap.h) ------------------- */
 
-static int peek(uintptr_t addr, void *buf, size_t len) {
-  struct iovec local = {buf, len}, remote = {(void *)addr, len};
-  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
-}
-
-static int word(uintptr_t addr, uint64_t *out) { return peek(addr, out, sizeof *out); }
-
-/* A strong tagged pointer's object address (tag off), or 0. */
-static uintptr_t object(uint64_t tagged) {
-  return (tagged & 3) == 1 && tagged > 4096 ? (uintptr_t)(tagged - 1) : 0;
-}
-
-/* The object's instance type, or -1. */
-static long type_of(uintptr_t obj) {
-  uint64_t map;
-  uint16_t type;
-  uintptr_t m;
-  if (!obj || word(obj, &map) || !(m = object(map)) || peek(m + (uintptr_t)v8.map_type, &type, 2))
-    return -1;
-  return type;
-}
+static int peek(uintptr_t addr, void *buf, size_t len) { return kf_v8heap_peek(addr, buf, len); }
+static int word(uintptr_t addr, uint64_t *out) { return kf_v8heap_word(addr, out); }
+static uintptr_t object(uint64_t tagged) { return kf_v8heap_object(tagged); }
+static long type_of(uintptr_t obj) { return kf_v8heap_type(obj, v8.map_type); }
 
 /* Field `offset` of obj as an object of instance type `type`, or 0. */
 static uintptr_t field(uintptr_t obj, long offset, long type) {

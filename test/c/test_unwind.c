@@ -17,6 +17,7 @@
 #include "symbols/procmaps.h"
 #include "unwind/userstack.h"
 #include "jit/v8frames.h"
+#include "jit/v8heap.h"
 #include "jit/v8inline.h"
 #include "kftest.h"
 
@@ -296,6 +297,155 @@ static void running_function_put_back(void) {
   put(&f, SP, BAR + 0x20);
   CHECK(kf_jitframes_resolve(j, 5, native, 3, &f.s, out) == 3);
   CHECK_EQ_U64(kf_jitframes_stats(j)->running_added, 2);
+  kf_jitframes_free(j);
+  kf_codemap_free(m);
+}
+
+/* Generated code the map does not know, at OSR_CODE (is_jit says so):
+ * on-stack-replacement code V8 compiled before the hook was armed. Its
+ * frame keeps the interpreter frame's BytecodeArray slot, and its
+ * JSFunction, whose SharedFunctionInfo (read in memory laid out as V8's
+ * heap, v8heap.h) must run that bytecode. */
+#define OSR_CODE 0x800000ULL
+
+static int fake_is_jit(void *ctx, uint64_t addr) {
+  (*(int *)ctx)++;
+  return addr >= OSR_CODE && addr < OSR_CODE + 0x1000;
+}
+
+/* Heap objects: a map keeps its instance type 8 bytes in; a JSFunction its
+ * SharedFunctionInfo 24 bytes in, which keeps its function data 8 in. */
+static const kf_v8heap_layout_t fake_heap = {.map_type = 8, .function_shared = 24,
+                                             .sfi_function_data = 8, .sfi_type = 262,
+                                             .code_type = 245, .interpreter_data_type = 159};
+typedef struct fake_function {
+  uint64_t sfi_map[2], code_map[2], sfi[2], code[4], function[4];
+} fake_function_t;
+
+static uint64_t tagged(const void *p) { return (uint64_t)(uintptr_t)p + 1; }
+
+/* A JSFunction whose function data is `data` (0: its baseline Code,
+ * holding `bytecode`'s array 16 bytes in, as V8 11.3 lays it out). */
+static uint64_t fake_function(fake_function_t *h, uint64_t data, uint64_t bytecode) {
+  memset(h, 0, sizeof(*h));
+  h->sfi_map[1] = fake_heap.sfi_type;
+  h->code_map[1] = fake_heap.code_type;
+  h->code[0] = tagged(h->code_map);
+  h->code[2] = kf_v8frames_bytecode_array(node20(), bytecode);
+  h->sfi[0] = tagged(h->sfi_map);
+  h->sfi[1] = data ? data : tagged(h->code);
+  h->function[3] = tagged(h->sfi);
+  return tagged(h->function);
+}
+
+static void unreported_code_named_from_its_frame(void) {
+  kf_codemap_t *m = v8_map();
+  kf_jitframes_t *j = kf_jitframes_new(m, node20());
+  int asked = 0;
+  kf_jitframes_unreported(j, fake_is_jit, &asked, &fake_heap);
+  fake_function_t foo, other;
+  uint64_t foo_fn = fake_function(&foo, 0, FOO_BYTECODE);
+  uint64_t other_fn = fake_function(&other, kf_v8frames_bytecode_array(node20(), OTHER_BYTECODE), 0);
+  fake_t f;
+  /* bar (leaf) called from OSR code of foo (frame at 0x100). */
+  fake_init(&f, SP + 0x40);
+  frame(&f, SP + 0x40, SP + 0x100, OSR_CODE + 0x10);
+  frame(&f, SP + 0x100, SP + 0x180, 0x7000);
+  interpreter_frame(&f, SP + 0x100, FOO_BYTECODE);
+  put(&f, SP + 0x100 - 16, foo_fn);
+  uint64_t ips[] = {U, BAR + 4, OSR_CODE + 0x10, 0x7000}, out[5];
+  CHECK(kf_jitframes_resolve(j, 5, ips, 4, &f.s, out) == 4);
+  CHECK_STR(name_of(j, out[2]), "foo a.js:1:1_[j]");
+  /* No tier: V8 does not say whose OSR code it is. */
+  CHECK_STR(kf_jitframes_name(j, out[2], 1), "foo a.js:1:1_[j]");
+  CHECK_EQ_U64(out[3], 0x7000); /* native: not generated code, left */
+  CHECK_EQ_U64(kf_jitframes_stats(j)->unreported_named, 1);
+  /* Whether code is there is asked once per address while the map holds. */
+  int before = asked;
+  CHECK(kf_jitframes_resolve(j, 5, ips, 4, &f.s, out) == 4);
+  CHECK(asked == before);
+  /* The function data the array itself (only interpreted so far). */
+  put(&f, SP + 0x100 - 16, other_fn);
+  interpreter_frame(&f, SP + 0x100, OTHER_BYTECODE);
+  CHECK(kf_jitframes_resolve(j, 5, ips, 4, &f.s, out) == 4);
+  CHECK_STR(name_of(j, out[2]), "other a.js:9:1_[j]");
+  /* A stale BytecodeArray in the slot (an earlier frame's, in what is now
+   * a spill slot): the frame's function does not run it. Left as the
+   * kernel gave it (the collector makes it "[jit]"), counted. */
+  interpreter_frame(&f, SP + 0x100, FOO_BYTECODE);
+  CHECK(kf_jitframes_resolve(j, 5, ips, 4, &f.s, out) == 4);
+  CHECK_EQ_U64(out[2], OSR_CODE + 0x10);
+  /* A function slot that is no object, or whose object is not a function
+   * of a SharedFunctionInfo; a slot naming no reported bytecode, or the
+   * middle of one; no copy. */
+  put(&f, SP + 0x100 - 16, 0x1234);
+  CHECK(kf_jitframes_resolve(j, 5, ips, 4, &f.s, out) == 4);
+  CHECK_EQ_U64(out[2], OSR_CODE + 0x10);
+  put(&f, SP + 0x100 - 16, tagged(foo.code));
+  CHECK(kf_jitframes_resolve(j, 5, ips, 4, &f.s, out) == 4);
+  CHECK_EQ_U64(out[2], OSR_CODE + 0x10);
+  put(&f, SP + 0x100 - 16, foo_fn);
+  interpreter_frame(&f, SP + 0x100, 0x900036);
+  CHECK(kf_jitframes_resolve(j, 5, ips, 4, &f.s, out) == 4);
+  CHECK_EQ_U64(out[2], OSR_CODE + 0x10);
+  interpreter_frame(&f, SP + 0x100, FOO_BYTECODE + 8);
+  CHECK(kf_jitframes_resolve(j, 5, ips, 4, &f.s, out) == 4);
+  CHECK_EQ_U64(out[2], OSR_CODE + 0x10);
+  CHECK(kf_jitframes_resolve(j, 5, ips, 4, NULL, out) == 4);
+  CHECK_EQ_U64(out[2], OSR_CODE + 0x10);
+  CHECK_EQ_U64(kf_jitframes_stats(j)->unreported_unnamed, 6);
+  CHECK_EQ_U64(kf_jitframes_stats(j)->unreported_named, 3);
+
+  /* At the leaf: the frame at bp is its own once built (sp holds a value
+   * the code pushed or spilled, bp among them), not in a prologue (sp
+   * holds the return address into the caller, or bp with it above). */
+  fake_init(&f, SP + 0x100);
+  frame(&f, SP + 0x100, SP + 0x180, 0x7000);
+  interpreter_frame(&f, SP + 0x100, FOO_BYTECODE);
+  put(&f, SP + 0x100 - 16, foo_fn);
+  uint64_t leaf[] = {U, OSR_CODE + 0x20, 0x7000};
+  put(&f, SP, 0x12340009);
+  CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "foo a.js:1:1_[j]");
+  put(&f, SP, SP + 0x100);
+  put(&f, SP + 8, 0x12340009);
+  CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "foo a.js:1:1_[j]");
+  put(&f, SP + 8, BAR + 0x21);
+  CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
+  CHECK_EQ_U64(out[1], OSR_CODE + 0x20);
+  put(&f, SP + 8, OSR_CODE + 0x41);
+  CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
+  CHECK_EQ_U64(out[1], OSR_CODE + 0x20);
+  put(&f, SP, BAR + 0x21);
+  CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
+  CHECK_EQ_U64(out[1], OSR_CODE + 0x20);
+  /* A frameless builtin called from OSR code: foo put back under it. A
+   * builtin with a frame of its own (a marker at bp - 8): nothing. */
+  put(&f, SP, OSR_CODE + 0x30);
+  uint64_t b[] = {U, BUILTIN + 4, 0x7000};
+  CHECK(kf_jitframes_resolve(j, 5, b, 3, &f.s, out) == 4);
+  CHECK_STR(name_of(j, out[1]), "Builtin:MultiplySmi_Baseline_[j]");
+  CHECK_STR(name_of(j, out[2]), "foo a.js:1:1_[j]");
+  put(&f, SP + 0x100 - 8, 0x22);
+  CHECK(kf_jitframes_resolve(j, 5, b, 3, &f.s, out) == 3);
+  CHECK_EQ_U64(kf_jitframes_stats(j)->unreported_named, 6);
+  kf_jitframes_free(j);
+
+  /* Without V8's heap layout nothing is named this way, only counted;
+   * without the predicate, not even counted. */
+  put(&f, SP + 0x100 - 8, 0x12340001);
+  put(&f, SP, 0x12340009);
+  j = kf_jitframes_new(m, node20());
+  kf_jitframes_unreported(j, fake_is_jit, &asked, NULL);
+  CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
+  CHECK_EQ_U64(out[1], OSR_CODE + 0x20);
+  CHECK_EQ_U64(kf_jitframes_stats(j)->unreported_unnamed, 1);
+  kf_jitframes_free(j);
+  j = kf_jitframes_new(m, node20());
+  CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
+  CHECK_EQ_U64(out[1], OSR_CODE + 0x20);
+  CHECK_EQ_U64(kf_jitframes_stats(j)->unreported_unnamed, 0);
   kf_jitframes_free(j);
   kf_codemap_free(m);
 }
@@ -741,6 +891,7 @@ static const kftest_case_t cases[] = {
     {"v8frames: the BytecodeArray slot of a JS frame", bytecode_slot},
     {"jitframes: interpreter frames named from their bytecode", interpreted_frames_named},
     {"jitframes: the running function put back under a leaf", running_function_put_back},
+    {"jitframes: code V8 never reported named from its frame", unreported_code_named_from_its_frame},
     {"jitlines: line tables and small functions' offsets", line_tables},
     {"jitframes: inlined functions named from source offsets", inlined_functions_named},
     {"jitframes: functions inlined in inlined functions, nested", nested_inlining_named},

@@ -2,7 +2,8 @@
  * collector does (userstack.c, v8frames.c, jitframes.c), against a fixed
  * code map of what a V8 process has (the shared interpreter trampoline, a
  * bytecode handler, JS code with a line table and an inlined function, a
- * builtin, two BytecodeArrays).
+ * builtin, two BytecodeArrays, and generated code it does not know, as
+ * on-stack-replacement code compiled before the hook was armed).
  *
  * Input: 8 bytes of bp, 1 byte of callchain length n (at most 64), n
  * 8-byte user ips, then the stack copy (from sp = 0x7ffd0000).
@@ -19,6 +20,7 @@
 #include "jit/jitname.h"
 #include "unwind/userstack.h"
 #include "jit/v8frames.h"
+#include "jit/v8heap.h"
 
 #define FUZZ_TARGET "fuzz_unwind"
 #include "fuzz.h"
@@ -35,6 +37,12 @@ static void add(uint64_t start, uint64_t len, const char *v8name, int bytecode) 
   enum kf_code_kind kind =
       bytecode ? KF_CODE_BYTECODE : kf_jitname_kind(v8name, strlen(v8name));
   if (kf_codemap_add(map, start, len, name, tier, kind, 1, 0) != 0) abort();
+}
+
+/* 0x800000-0x801000: generated code no event named */
+static int unreported_jit(void *ctx, uint64_t addr) {
+  (void)ctx;
+  return addr >= 0x800000 && addr < 0x801000;
 }
 
 static void setup(void) {
@@ -61,6 +69,12 @@ static void setup(void) {
   kf_lines_release(code);
   kf_lines_release(sq);
   kf_jitframes_inlining(jit, funcpos);
+  /* the function slots of its frames are read as V8 objects: any address
+   * the input gives is read, and must never fault */
+  static const kf_v8heap_layout_t heap = {.map_type = 8, .function_shared = 24,
+                                          .sfi_function_data = 8, .sfi_type = 262,
+                                          .code_type = 245, .interpreter_data_type = 159};
+  kf_jitframes_unreported(jit, unreported_jit, NULL, &heap);
 }
 
 static uint64_t le64(const uint8_t *p) {
