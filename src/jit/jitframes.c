@@ -595,13 +595,14 @@ int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
       if (rc > 0 && !(info.kind == KF_CODE_INTERPRETER_ENTRY && info.start == ips[i])) rc = 0;
       found = exact = unnamed = 0;
     }
-    if (rc == 0 && unreported) rc = unreported_frame(j, &walk, k, time, &token);
-    if (rc < 0) return -ENOMEM;
-    if (rc == 0) continue;
-    if (unreported) {
-      out[n - 1] = token;
+    if (rc == 0 && unreported) {
+      rc = unreported_frame(j, &walk, k, time, &token);
+      if (rc < 0) return -ENOMEM;
+      if (rc > 0) out[n - 1] = token;
       continue;
     }
+    if (rc < 0) return -ENOMEM;
+    if (rc == 0) continue;
     out[n - 1] = token;
     j->stats.named++;
     j->stats.inlined_unnamed += (uint64_t)unnamed;
