@@ -428,11 +428,11 @@ int kf_codemap_positions(kf_codemap_t *m, uint64_t addr, uint64_t t,
 }
 
 int kf_codemap_inlined(kf_codemap_t *m, uint64_t addr, uint64_t t, int64_t *out,
-                       size_t cap) {
+                       uint64_t *bytecodes, size_t cap) {
   int rc = -1;
   pthread_mutex_lock(&m->lock);
   const code_t *e = code_at_time(m, addr, t);
-  if (e && e->lines) rc = kf_lines_inlined(e->lines, (uint32_t)(addr - e->start), out, cap);
+  if (e && e->lines) rc = kf_lines_inlined(e->lines, (uint32_t)(addr - e->start), out, bytecodes, cap);
   pthread_mutex_unlock(&m->lock);
   return rc;
 }

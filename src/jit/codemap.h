@@ -117,11 +117,11 @@ int kf_codemap_positions(kf_codemap_t *m, uint64_t addr, uint64_t t,
                          size_t side, int64_t *out);
 
 /* The functions inlined at `addr` in the code there at time t, as V8 told
- * them (kf_lines_inlined: innermost first, each one's own source offset).
- * Returns how many, or -1 when no code was there or its table does not know
- * its inlining. */
+ * them (kf_lines_inlined: innermost first, each one's own source offset
+ * and, with bytecodes, its first bytecode). Returns how many, or -1 when no
+ * code was there or its table does not know its inlining. */
 int kf_codemap_inlined(kf_codemap_t *m, uint64_t addr, uint64_t t, int64_t *out,
-                       size_t cap);
+                       uint64_t *bytecodes, size_t cap);
 
 /* While on, code that dies is kept for lookups of older samples; turning
  * it off frees every dead entry. Counted: each on needs its off (a session

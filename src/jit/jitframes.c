@@ -253,26 +253,34 @@ static int recurs(const int64_t owners[WINDOW], int from, int dir, int64_t calle
 }
 
 /* The same from V8's own inlining (v8inline.h), where the code's table
- * has it: each inlined function's source offset names it, and a frame that
- * names nothing (another script's function, or an offset two functions
- * claim) is left out, not guessed. Returns -1 when the table has no
- * inlining, so that the inference below runs instead. */
+ * has it: each inlined function is named by its source offset (funcpos:
+ * learned from the line events of its bytecode, so only for functions
+ * compiled after the hook was armed), else by its bytecode, which V8
+ * reported at arming too (BYTE_CODE events). A frame that names nothing
+ * (another script's function with no bytecode known, an offset two
+ * functions claim) is left out, not guessed. Returns -1 when the table has
+ * no inlining, so that the inference below runs instead. */
 static int exact_inlined(kf_jitframes_t *j, uint64_t addr, uint64_t time,
                          const kf_code_info_t *info,
                          uint64_t chain[KF_JITFRAMES_MAX_INLINED], int *exact, int *unnamed) {
   int64_t positions[KF_JITFRAMES_MAX_INLINED], owners[KF_JITFRAMES_MAX_INLINED];
-  int n = kf_codemap_inlined(j->map, addr, time, positions, KF_JITFRAMES_MAX_INLINED);
+  uint64_t bytecodes[KF_JITFRAMES_MAX_INLINED];
+  int n = kf_codemap_inlined(j->map, addr, time, positions, bytecodes, KF_JITFRAMES_MAX_INLINED);
   if (n < 0) return n;
   *exact = 1;
   if (n == 0) return 0;
   kf_funcpos_owners(j->funcpos, info->script, positions, (size_t)n, owners);
   char name[NAME_BYTES];
+  kf_code_info_t fn;
   int made = 0;
   for (int k = 0; k < n; k++) {
     if (positions[k] < 0 || owners[k] < 0 ||
         kf_funcpos_name(j->funcpos, owners[k], name, sizeof name) < 0) {
-      (*unnamed)++;
-      continue;
+      if (!bytecodes[k] || !lookup(j, bytecodes[k], time, &fn, name) ||
+          fn.kind != KF_CODE_BYTECODE || fn.start != bytecodes[k]) {
+        (*unnamed)++;
+        continue;
+      }
     }
     int rc = token_of(j, name, info->tier, 1, &chain[made]);
     if (rc < 0) return rc;

@@ -118,7 +118,7 @@ int kf_lines_window(const kf_lines_t *l, uint32_t code_offset, size_t side,
 }
 
 int kf_lines_inlined(const kf_lines_t *l, uint32_t code_offset, int64_t *out,
-                     size_t cap) {
+                     uint64_t *bytecodes, size_t cap) {
   if (!l->inlinings) return -1;
   size_t lo = entries_upto(l, code_offset);
   if (lo == 0) return 0;
@@ -131,6 +131,7 @@ int kf_lines_inlined(const kf_lines_t *l, uint32_t code_offset, int64_t *out,
     if ((size_t)id >= l->ninlinings) return -1; /* inconsistent: no chain */
     const kf_inlining_t *in = &l->inlinings[id];
     out[n] = in->other_script ? -1 : position;
+    if (bytecodes) bytecodes[n] = in->bytecode;
     position = in->caller_position;
     id = in->caller;
   }

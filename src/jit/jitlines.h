@@ -71,6 +71,8 @@ typedef struct kf_inlining {
   int32_t caller;          /* the caller's inlining id, -1: the outer function */
   int32_t other_script;    /* the inlined function is of another script than
                               the outer one: its offsets name nothing here */
+  uint64_t bytecode;       /* the inlined function's first bytecode (the
+                              address BYTE_CODE events name it by), or 0 */
 } kf_inlining_t;
 
 /* kf_lines_push with the entry's inlining id (-1: the outer function's). */
@@ -81,11 +83,12 @@ int kf_lines_push_inlined(kf_lines_t *l, uint32_t code_offset, uint32_t position
 int kf_lines_set_inlinings(kf_lines_t *l, const kf_inlining_t *in, size_t n);
 /* The functions inlined at code_offset of a sealed table, innermost first:
  * the source offset of each in its own body into out (-1 for a function of
- * another script), at most cap of them. Returns how many (0: the outer
- * function's own code), or -1 when the table does not know its inlining
- * (V8's line events only) or its ids do not hold together. */
+ * another script), and when bytecodes is not NULL each one's first
+ * bytecode into it (0: not known), at most cap of them. Returns how many
+ * (0: the outer function's own code), or -1 when the table does not know
+ * its inlining (V8's line events only) or its ids do not hold together. */
 int kf_lines_inlined(const kf_lines_t *l, uint32_t code_offset, int64_t *out,
-                     size_t cap);
+                     uint64_t *bytecodes, size_t cap);
 
 typedef struct kf_funcpos kf_funcpos_t;
 

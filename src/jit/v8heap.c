@@ -45,7 +45,9 @@ int kf_v8heap_layout_load(long sfi_function_data, kf_v8heap_layout_t *out) {
                           &out->sfi_type) == 0 &&
                  kf_v8heap_constant("v8dbg_type_Code__CODE_TYPE", &out->code_type) == 0 &&
                  kf_v8heap_constant("v8dbg_type_InterpreterData__INTERPRETER_DATA_TYPE",
-                          &out->interpreter_data_type) == 0
+                          &out->interpreter_data_type) == 0 &&
+                 kf_v8heap_constant("v8dbg_type_BytecodeArray__BYTECODE_ARRAY_TYPE",
+                          &out->bytecode_type) == 0
              ? 0
              : -1;
 }
@@ -55,31 +57,36 @@ int kf_v8heap_layout_load(long sfi_function_data, kf_v8heap_layout_t *out) {
  * InterpreterData 8 bytes in; the next field too, for what moves. */
 #define HOLDER_FIELDS 3
 
-static int holds(const kf_v8heap_layout_t *l, uint64_t value, uint64_t bytecode_array,
-                 int depth) {
-  if (value == bytecode_array) return 1;
+static uintptr_t bytecode_in(const kf_v8heap_layout_t *l, uint64_t value, int depth) {
   uintptr_t obj = kf_v8heap_object(value);
   long type = kf_v8heap_type(obj, l->map_type);
+  if (type == l->bytecode_type) return obj;
   if (depth == 0 || (type != l->code_type && type != l->interpreter_data_type)) return 0;
   for (int i = 1; i <= HOLDER_FIELDS; i++) {
     uint64_t field;
+    uintptr_t found;
     if (kf_v8heap_word(obj + (uintptr_t)i * 8, &field) == 0 &&
-        holds(l, field, bytecode_array, depth - 1))
-      return 1;
+        (found = bytecode_in(l, field, depth - 1)))
+      return found;
   }
   return 0;
 }
 
-int kf_v8heap_runs_bytecode(const kf_v8heap_layout_t *l, uint64_t function,
-                            uint64_t bytecode_array) {
-  uintptr_t fn = kf_v8heap_object(function), sfi;
-  uint64_t shared, data;
-  if (!l || !fn || !kf_v8heap_object(bytecode_array) ||
-      kf_v8heap_word(fn + (uintptr_t)l->function_shared, &shared) ||
-      !(sfi = kf_v8heap_object(shared)) || kf_v8heap_type(sfi, l->map_type) != l->sfi_type ||
+uintptr_t kf_v8heap_bytecode_of(const kf_v8heap_layout_t *l, uintptr_t sfi) {
+  uint64_t data;
+  if (!l || kf_v8heap_type(sfi, l->map_type) != l->sfi_type ||
       kf_v8heap_word(sfi + (uintptr_t)l->sfi_function_data, &data))
     return 0;
   /* the array itself, or a holder of it, or a holder's holder (baseline
    * Code keeping an InterpreterData) */
-  return holds(l, data, bytecode_array, 2);
+  return bytecode_in(l, data, 2);
+}
+
+int kf_v8heap_runs_bytecode(const kf_v8heap_layout_t *l, uint64_t function,
+                            uint64_t bytecode_array) {
+  uintptr_t fn = kf_v8heap_object(function), array = kf_v8heap_object(bytecode_array);
+  uint64_t shared;
+  if (!l || !fn || !array || kf_v8heap_word(fn + (uintptr_t)l->function_shared, &shared))
+    return 0;
+  return kf_v8heap_bytecode_of(l, kf_v8heap_object(shared)) == array;
 }

@@ -39,7 +39,7 @@ typedef struct kf_v8heap_layout {
   long map_type;          /* Map: instance_type (u16) */
   long function_shared;   /* JSFunction: shared (a SharedFunctionInfo) */
   long sfi_function_data; /* SharedFunctionInfo: its function data */
-  long sfi_type, code_type, interpreter_data_type;
+  long sfi_type, code_type, interpreter_data_type, bytecode_type;
 } kf_v8heap_layout_t;
 
 /* Fills *out from the postmortem constants node exports (v8dbg_*) and
@@ -47,10 +47,15 @@ typedef struct kf_v8heap_layout {
  * one is missing (not node's V8, or a V8 that does not export them). */
 int kf_v8heap_layout_load(long sfi_function_data, kf_v8heap_layout_t *out);
 
+/* The BytecodeArray (untagged) of the SharedFunctionInfo at sfi
+ * (untagged): its function data is the array, or an object that holds it
+ * (the function's baseline Code, an InterpreterData), or one of those
+ * holding it in turn. 0 when it has none (not compiled, or flushed) or
+ * anything is unreadable. */
+uintptr_t kf_v8heap_bytecode_of(const kf_v8heap_layout_t *l, uintptr_t sfi);
+
 /* Whether the JSFunction `function` (tagged) runs the BytecodeArray
- * `bytecode_array` (tagged): its SharedFunctionInfo's function data is
- * that array, or an object that holds it (the function's baseline Code,
- * an InterpreterData), or one of those holding it in turn. Only the
+ * `bytecode_array` (tagged): it is its SharedFunctionInfo's. Only the
  * function's own code refers to its bytecode, so a yes is never another
  * function's. Returns 1 or 0; 0 also when anything is unreadable. */
 int kf_v8heap_runs_bytecode(const kf_v8heap_layout_t *l, uint64_t function,

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "jit/v8inline.h"
 
+#include "jit/v8frames.h"
 #include "jit/v8heap.h"
 
 #include <errno.h>
@@ -33,6 +34,10 @@ static struct {
   long deopt_count, deopt_literals, deopt_sfi, deopt_inlinings; /* DeoptimizationData indices */
   long code_type, deopt_type, positions_type, inlinings_type, literals_type, script_type;
   long sfi_type, sfi_wrapper_type, debug_info_type, debug_info_script;
+  /* to find an inlined function's bytecode (0 offsets: not known) */
+  kf_v8heap_layout_t heap;
+  long bytecode_header;
+  int heap_on;
 } v8;
 
 static atomic_ulong nread, nfailed;
@@ -129,6 +134,10 @@ static int setup_locked(const char *v8_version) {
       constant(l->inlinings_type, &v8.inlinings_type) ||
       constant(l->literals_type, &v8.literals_type))
     return 0;
+  /* Optional: without it inlined functions are named by offset only. */
+  const kf_v8layout_t *frames = kf_v8layout_for(v8_version);
+  v8.heap_on = frames && kf_v8heap_layout_load(frames->sfi_function_data, &v8.heap) == 0;
+  v8.bytecode_header = frames ? frames->bytecode_header : 0;
   __atomic_store_n(&v8.on, 1, __ATOMIC_RELEASE);
   return 1;
 }
@@ -230,6 +239,14 @@ static int other_script(uintptr_t literals, long id, uintptr_t outer_script) {
   return !script || script != outer_script;
 }
 
+/* The first bytecode of the function of SharedFunctionInfo sfi, the
+ * address its BYTE_CODE event gave (V8 reports bytecode when the hook is
+ * armed too, unlike the line events that give offsets), or 0. */
+static uint64_t bytecode_start(uintptr_t sfi) {
+  uintptr_t array = v8.heap_on ? kf_v8heap_bytecode_of(&v8.heap, sfi) : 0;
+  return array ? array + (uintptr_t)v8.bytecode_header : 0;
+}
+
 /* Sets *inlines to whether the code inlined anything; its table, or NULL
  * (nothing inlined, or not readable). */
 static kf_lines_t *read_code(uintptr_t code_start, int *inlines) {
@@ -279,7 +296,11 @@ static kf_lines_t *read_code(uintptr_t code_start, int *inlines) {
     in[i].caller = (int32_t)((pos >> 31) & 0xffff) - 1;
     /* V8 numbers a caller before the functions it inlined */
     if ((pos & 1) || in[i].caller >= i || function < 0) ok = 0;
-    else in[i].other_script = other_script(literals, function, outer_script);
+    else {
+      uintptr_t sfi = object(element(literals, function));
+      in[i].other_script = other_script(literals, function, outer_script);
+      in[i].bytecode = bytecode_start(sfi);
+    }
   }
   ok = ok && kf_v8inline_decode(raw + inl_bytes, (size_t)table_bytes, lines) >= 0 &&
        kf_lines_set_inlinings(lines, in, (size_t)n) == 0 && kf_lines_seal(lines) == 0;

@@ -317,24 +317,36 @@ static int fake_is_jit(void *ctx, uint64_t addr) {
  * SharedFunctionInfo 24 bytes in, which keeps its function data 8 in. */
 static const kf_v8heap_layout_t fake_heap = {.map_type = 8, .function_shared = 24,
                                              .sfi_function_data = 8, .sfi_type = 262,
-                                             .code_type = 245, .interpreter_data_type = 159};
+                                             .code_type = 245, .interpreter_data_type = 159,
+                                             .bytecode_type = 191};
 typedef struct fake_function {
-  uint64_t sfi_map[2], code_map[2], sfi[2], code[4], function[4];
+  uint64_t sfi_map[2], code_map[2], bytecode_map[2], sfi[2], code[4], function[4];
+  uint64_t bytecode[16]; /* the BytecodeArray: its first bytecode 54 bytes in */
 } fake_function_t;
 
 static uint64_t tagged(const void *p) { return (uint64_t)(uintptr_t)p + 1; }
 
-/* A JSFunction whose function data is `data` (0: its baseline Code,
- * holding `bytecode`'s array 16 bytes in, as V8 11.3 lays it out). */
-static uint64_t fake_function(fake_function_t *h, uint64_t data, uint64_t bytecode) {
+/* The first bytecode of a fake function, as its BYTE_CODE event names it. */
+static uint64_t first_bytecode(const fake_function_t *h) {
+  return (uint64_t)(uintptr_t)h->bytecode + node20()->bytecode_header;
+}
+
+/* A JSFunction with its bytecode, as its function data when `baseline` is
+ * 0, else held by its baseline Code 16 bytes in (as V8 11.3 lays it out);
+ * its BytecodeArray named `v8name` in the map. Returns it tagged. */
+static uint64_t fake_function(fake_function_t *h, int baseline, kf_codemap_t *m,
+                              const char *v8name) {
   memset(h, 0, sizeof(*h));
   h->sfi_map[1] = fake_heap.sfi_type;
   h->code_map[1] = fake_heap.code_type;
+  h->bytecode_map[1] = fake_heap.bytecode_type;
+  h->bytecode[0] = tagged(h->bytecode_map);
   h->code[0] = tagged(h->code_map);
-  h->code[2] = kf_v8frames_bytecode_array(node20(), bytecode);
+  h->code[2] = tagged(h->bytecode);
   h->sfi[0] = tagged(h->sfi_map);
-  h->sfi[1] = data ? data : tagged(h->code);
+  h->sfi[1] = baseline ? tagged(h->code) : tagged(h->bytecode);
   h->function[3] = tagged(h->sfi);
+  add_named(m, first_bytecode(h), 0x40, v8name, 1);
   return tagged(h->function);
 }
 
@@ -343,15 +355,15 @@ static void unreported_code_named_from_its_frame(void) {
   kf_jitframes_t *j = kf_jitframes_new(m, node20());
   int asked = 0;
   kf_jitframes_unreported(j, fake_is_jit, &asked, &fake_heap);
-  fake_function_t foo, other;
-  uint64_t foo_fn = fake_function(&foo, 0, FOO_BYTECODE);
-  uint64_t other_fn = fake_function(&other, kf_v8frames_bytecode_array(node20(), OTHER_BYTECODE), 0);
+  static fake_function_t foo, other;
+  uint64_t foo_fn = fake_function(&foo, 1, m, "JS:~foo a.js:1:1");
+  uint64_t other_fn = fake_function(&other, 0, m, "JS:~other a.js:9:1");
   fake_t f;
   /* bar (leaf) called from OSR code of foo (frame at 0x100). */
   fake_init(&f, SP + 0x40);
   frame(&f, SP + 0x40, SP + 0x100, OSR_CODE + 0x10);
   frame(&f, SP + 0x100, SP + 0x180, 0x7000);
-  interpreter_frame(&f, SP + 0x100, FOO_BYTECODE);
+  interpreter_frame(&f, SP + 0x100, first_bytecode(&foo));
   put(&f, SP + 0x100 - 16, foo_fn);
   uint64_t ips[] = {U, BAR + 4, OSR_CODE + 0x10, 0x7000}, out[5];
   CHECK(kf_jitframes_resolve(j, 5, ips, 4, &f.s, out) == 4);
@@ -366,13 +378,13 @@ static void unreported_code_named_from_its_frame(void) {
   CHECK(asked == before);
   /* The function data the array itself (only interpreted so far). */
   put(&f, SP + 0x100 - 16, other_fn);
-  interpreter_frame(&f, SP + 0x100, OTHER_BYTECODE);
+  interpreter_frame(&f, SP + 0x100, first_bytecode(&other));
   CHECK(kf_jitframes_resolve(j, 5, ips, 4, &f.s, out) == 4);
   CHECK_STR(name_of(j, out[2]), "other a.js:9:1_[j]");
   /* A stale BytecodeArray in the slot (an earlier frame's, in what is now
    * a spill slot): the frame's function does not run it. Left as the
    * kernel gave it (the collector makes it "[jit]"), counted. */
-  interpreter_frame(&f, SP + 0x100, FOO_BYTECODE);
+  interpreter_frame(&f, SP + 0x100, first_bytecode(&foo));
   CHECK(kf_jitframes_resolve(j, 5, ips, 4, &f.s, out) == 4);
   CHECK_EQ_U64(out[2], OSR_CODE + 0x10);
   /* A function slot that is no object, or whose object is not a function
@@ -388,7 +400,7 @@ static void unreported_code_named_from_its_frame(void) {
   interpreter_frame(&f, SP + 0x100, 0x900036);
   CHECK(kf_jitframes_resolve(j, 5, ips, 4, &f.s, out) == 4);
   CHECK_EQ_U64(out[2], OSR_CODE + 0x10);
-  interpreter_frame(&f, SP + 0x100, FOO_BYTECODE + 8);
+  interpreter_frame(&f, SP + 0x100, first_bytecode(&foo) + 8);
   CHECK(kf_jitframes_resolve(j, 5, ips, 4, &f.s, out) == 4);
   CHECK_EQ_U64(out[2], OSR_CODE + 0x10);
   CHECK(kf_jitframes_resolve(j, 5, ips, 4, NULL, out) == 4);
@@ -401,7 +413,7 @@ static void unreported_code_named_from_its_frame(void) {
    * holds the return address into the caller, or bp with it above). */
   fake_init(&f, SP + 0x100);
   frame(&f, SP + 0x100, SP + 0x180, 0x7000);
-  interpreter_frame(&f, SP + 0x100, FOO_BYTECODE);
+  interpreter_frame(&f, SP + 0x100, first_bytecode(&foo));
   put(&f, SP + 0x100 - 16, foo_fn);
   uint64_t leaf[] = {U, OSR_CODE + 0x20, 0x7000};
   put(&f, SP, 0x12340009);
@@ -707,13 +719,17 @@ static void v8_inlining_ids_named(void) {
   CHECK(kf_v8inline_decode(table, len, l) == 5);
   const kf_inlining_t in[] = {{.caller_position = 95, .caller = -1},
                               {.caller_position = 52, .caller = 0},
-                              {.caller_position = 97, .caller = -1, .other_script = 1}};
+                              {.caller_position = 97, .caller = -1, .other_script = 1,
+                               .bytecode = 0xd00036}};
   CHECK(kf_lines_set_inlinings(l, in, 3) == 0 && kf_lines_seal(l) == 0);
   int64_t chain[4];
-  CHECK(kf_lines_inlined(l, 102, chain, 4) == 2 && chain[0] == 30 && chain[1] == 52);
-  CHECK(kf_lines_inlined(l, 110, chain, 4) == 1 && chain[0] == -1);
-  CHECK(kf_lines_inlined(l, 125, chain, 4) == 0);
-  CHECK(kf_lines_inlined(l, 102, chain, 1) == 1 && chain[0] == 30); /* innermost first */
+  CHECK(kf_lines_inlined(l, 102, chain, NULL, 4) == 2 && chain[0] == 30 && chain[1] == 52);
+  CHECK(kf_lines_inlined(l, 110, chain, NULL, 4) == 1 && chain[0] == -1);
+  CHECK(kf_lines_inlined(l, 125, chain, NULL, 4) == 0);
+  CHECK(kf_lines_inlined(l, 102, chain, NULL, 1) == 1 && chain[0] == 30); /* innermost first */
+  uint64_t bytecodes[4];
+  CHECK(kf_lines_inlined(l, 110, chain, bytecodes, 4) == 1 && bytecodes[0] == 0xd00036);
+  CHECK(kf_lines_inlined(l, 102, chain, bytecodes, 4) == 2 && bytecodes[0] == 0 && bytecodes[1] == 0);
 
   kf_codemap_t *m = kf_codemap_new();
   kf_funcpos_t *f = kf_funcpos_new(1000);
@@ -736,15 +752,25 @@ static void v8_inlining_ids_named(void) {
   CHECK_STR(name_of(j, out[1]), "inner a.js:1:1_[i]");
   CHECK_STR(name_of(j, out[2]), "mid a.js:2:1_[i]");
   CHECK_STR(name_of(j, out[3]), "hot a.js:4:13_[j]");
+  /* A function whose offsets name nothing here (another script's, or one
+   * compiled before the hook was armed, whose line events kflame never
+   * saw): named by its bytecode when V8 reported bytecode starting
+   * exactly there, else left out and counted. */
   uint64_t at_other[] = {U, 0xc00000 + 110};
   CHECK(kf_jitframes_resolve(j, 5, at_other, 2, NULL, out) == 2);
   CHECK_STR(name_of(j, out[1]), "hot a.js:4:13_[j]");
+  add_named(m, 0xd00030, 0x40, "JS:~far b.js:3:1", 1); /* not at its start */
+  CHECK(kf_jitframes_resolve(j, 6, at_other, 2, NULL, out) == 2);
+  add_named(m, 0xd00036, 0x40, "JS:~far b.js:3:1", 1);
+  CHECK(kf_jitframes_resolve(j, 7, at_other, 2, NULL, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "far b.js:3:1_[i]");
+  CHECK_STR(name_of(j, out[2]), "hot a.js:4:13_[j]");
   /* the same address again comes from the cache, counted alike */
-  CHECK(kf_jitframes_resolve(j, 5, at_inner, 2, NULL, out) == 4);
+  CHECK(kf_jitframes_resolve(j, 7, at_inner, 2, NULL, out) == 4);
   const kf_jitframes_stats_t *st = kf_jitframes_stats(j);
-  CHECK_EQ_U64(st->inlined, 4);
-  CHECK_EQ_U64(st->inlined_exact, 4);
-  CHECK_EQ_U64(st->inlined_unnamed, 1);
+  CHECK_EQ_U64(st->inlined, 5);
+  CHECK_EQ_U64(st->inlined_exact, 5);
+  CHECK_EQ_U64(st->inlined_unnamed, 2);
   kf_jitframes_free(j);
   kf_funcpos_free(f);
   kf_codemap_free(m);
@@ -759,7 +785,7 @@ static void v8_inlining_ids_named(void) {
   kf_lines_t *odd = kf_lines_new();
   CHECK(kf_lines_push_inlined(odd, 0, 30, 5) == 0);
   CHECK(kf_lines_set_inlinings(odd, in, 1) == 0 && kf_lines_seal(odd) == 0);
-  CHECK(kf_lines_inlined(odd, 0, chain, 4) == -1);
+  CHECK(kf_lines_inlined(odd, 0, chain, NULL, 4) == -1);
   kf_lines_release(odd);
   /* Outside node, there is no V8 to read. */
   CHECK(kf_v8inline_setup("11.3.244.8-node.38") == 0);

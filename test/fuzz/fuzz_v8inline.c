@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (n >= 0 && kf_lines_set_inlinings(l, in, k) == 0 && kf_lines_seal(l) == 0) {
     for (uint32_t at = 0; at < 64; at += 3) {
       int64_t chain[CAP];
-      int got = kf_lines_inlined(l, at, chain, CAP);
+      int got = kf_lines_inlined(l, at, chain, NULL, CAP);
       if (got < -1 || got > CAP) FAIL("chain of %d", got);
       for (int c = 0; c < got; c++)
         if (chain[c] < -1) FAIL("position %lld", (long long)chain[c]);
