@@ -38,6 +38,10 @@
 //             per trial (each profiler's signals and thread cost the other
 //             a little; V8's profiler deadlocked at times in its signal handler,
 //             which --timeout bounds)
+//   warm      kflame loads with the library, the work runs for 1 s of CPU
+//             (V8 compiles, optimizes and inlines it), then start(), the
+//             work, stop(): a warm server profiled on demand, whose code V8
+//             made before kflame armed its hook at start().
 //   register  node -r kflame/register (KFLAME_HZ=999, KFLAME_OUT=x.folded):
 //             kflame loads before anything else; the work runs inside
 //             kflame.label() so its window can be cut out of the whole-run
@@ -104,7 +108,7 @@
 //     on fewer than 95% of samples.
 //
 //   node bench/truth.js [--quick] [--rounds N] [--seconds S] [--hz N] [--top N]
-//     [--workloads acorn,marked,typescript] [--modes v8,kflame,register,same]
+//     [--workloads acorn,marked,typescript] [--modes v8,kflame,register,same,warm]
 //     [--node-flags "--no-turbo-inlining"] [--stack-bytes N] [--timeout S] [--retries N]
 //     [--json FILE]
 //
@@ -126,13 +130,16 @@ const { fileURLToPath } = require('node:url')
 const ROOT = path.join(__dirname, '..')
 const LABEL = 'kflame-truth-window'
 const KFLAME_LIB = ` ${path.join(ROOT, 'lib')}${path.sep}`
-const MODES = ['v8', 'kflame', 'register', 'same']
+const MODES = ['v8', 'kflame', 'register', 'same', 'warm']
 const MODE_NAMES = {
   v8: 'V8 (`--cpu-prof`, 1 ms)',
   kflame: 'kflame, required after the library',
   register: 'kflame, `-r kflame/register`',
-  same: 'kflame and V8 in one process'
+  same: 'kflame and V8 in one process',
+  warm: 'kflame, started on a warm process'
 }
+// The warm side's work before start(), in seconds of thread CPU.
+const WARM_SECONDS = 1
 
 // --- the libraries and their inputs ------------------------------------------
 
@@ -324,8 +331,9 @@ function child (name, mode, seconds, hz, dir, stackBytes) {
   const lib = w.load()
   const input = w.input()
   let kflame = null
-  if (mode === 'kflame' || mode === 'same') {
+  if (mode === 'kflame' || mode === 'same' || mode === 'warm') {
     kflame = require('..')
+    if (mode === 'warm') runWork(w, lib, input, WARM_SECONDS)
     kflame.start(stackBytes ? { hz, stackBytes } : { hz })
   }
   const t0 = hrtimeUs()

@@ -157,6 +157,30 @@ t.test('RegExp code is named by its source, and its flags where V8 reports them'
   t.equal(total(stacks, has(/^RegExp\.>/)), 0, 'no frame keeps V8 13\'s raw name')
 })
 
+// RegExp code V8 compiled before the hook was armed (at the first start())
+// is reported without its source: it says so, rather than pass V8's
+// description off as a regexp's source.
+const REGEXP_BEFORE = `
+const kflame = require('.')
+const re = /x(abc|def)+y/g
+const run = (ms) => { let n = 0; const end = Date.now() + ms; for (let i = 0; Date.now() < end; i++) n += ('zz' + 'xabcdef'.repeat(50) + 'y' + i).replace(re, 'q').length; return n }
+run(300)
+kflame.start({ hz: 999 })
+run(400)
+process.stdout.write(kflame.stop().folded)
+`
+
+t.test('RegExp code compiled before the first start(): named as such', async (t) => {
+  const r = spawnSync(process.execPath, ['-e', REGEXP_BEFORE], {
+    cwd: path.join(__dirname, '..'), env: { ...process.env, KFLAME_JIT: 'lazy' }, encoding: 'utf8', maxBuffer: 64 << 20
+  })
+  t.equal(r.status, 0, r.stderr)
+  const stacks = parseFolded(r.stdout)
+  const before = total(stacks, has(/^RegExp:\(compiled before start\)_\[j\]$/))
+  t.ok(before > 20, `the regexp's frame in ${before} samples`)
+  t.equal(total(stacks, has(/Regular expression code/)), 0, 'V8\'s description is not shown as a source')
+})
+
 // Whether V8's hook feeds this isolate's code map: { load, started } after
 // the addon loads and after a start().
 const ARMED_PROBE = `

@@ -75,6 +75,13 @@ size_t kf_jitname(const char *v8name, size_t len, char *buf, size_t cap,
     return o.len;
   }
   if (colon && tag_len == 6 && memcmp(v8name, "RegExp", 6) == 0) {
+    /* What V8 calls RegExp code it reports as existing when a hook is
+     * armed (compiled before the first start()): it does not say whose. */
+    static const char existing[] = "Regular expression code";
+    if (rest_len == sizeof existing - 1 && memcmp(rest, existing, rest_len) == 0) {
+      puts_(&o, KF_JITNAME_REGEXP_EXISTING);
+      return o.len;
+    }
     puts_(&o, "RegExp:/");
     put(&o, rest, rest_len);
     puts_(&o, "/");

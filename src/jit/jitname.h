@@ -13,6 +13,10 @@
  *      trampoline of functions compiled before --interpreted-frames-native-
  *      stack was on; which function it runs is not known, so no name.
  *   "RegExp:ab+c"              -> no tier,  "RegExp:/ab+c/"
+ *   "RegExp:Regular expression code"
+ *                              -> no tier,  KF_JITNAME_REGEXP_EXISTING: V8's
+ *      name for RegExp code it reports as existing when a hook is armed
+ *      (compiled before the first start()), whose source it does not give.
  *
  * Tier markers are V8's: '~' interpreted (Ignition), '^' baseline
  * (Sparkplug), '+' Maglev, '*' TurboFan. Names come out sanitised for the
@@ -25,6 +29,8 @@
 #include <stddef.h>
 
 #include "jit/codemap.h"
+
+#define KF_JITNAME_REGEXP_EXISTING "RegExp:(compiled before start)"
 
 /* Writes the frame name of the V8 code name `v8name` (not NUL-terminated,
  * `len` bytes) into out (NUL-terminated, truncated to cap - 1 bytes) and

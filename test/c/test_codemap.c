@@ -48,6 +48,11 @@ static void jitname_formats(void) {
   CHECK_STR(out, "(interpreted)");
   NAME("RegExp:a+;b\nc");
   CHECK_STR(out, "RegExp:/a+:b c/"); /* sanitised */
+  /* RegExp code V8 reports as existing when the hook is armed: no source */
+  NAME("RegExp:Regular expression code");
+  CHECK_STR(out, "RegExp:(compiled before start)");
+  NAME("RegExp:Regular expression codes");
+  CHECK_STR(out, "RegExp:/Regular expression codes/");
   /* V8 13: source and flags quoted; the source may hold quotes itself */
   NAME("RegExp.> src: 'x(abc|def)+y' flags: 'gi'");
   CHECK_STR(out, "RegExp:/x(abc|def)+y/gi");
