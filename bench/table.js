@@ -51,6 +51,13 @@ const BENCHES = [
       `; acorn ${r.versions.acorn}, marked ${r.versions.marked}, typescript ${r.versions.typescript}`,
     tables: (r) => require('./truth').readmeTables(r)
   },
+  {
+    file: 'truth-warm.json',
+    title: 'The same on a warm process (the work runs 1 s before `start()`)',
+    script: 'bench/truth.js --modes v8,kflame,warm',
+    about: (r) => `${r.rounds} rounds, as above; the warm side's code was compiled, optimized and inlined before kflame armed V8's code-event hook at \`start()\``,
+    tables: (r) => require('./truth').readmeTables(r, 'truth-warm.json')
+  },
   ...[['22', '12.4'], ['24', '13.6']].map(([major, v8]) => ({
     file: `truth-node${major}.json`,
     title: `The same on Node ${major} (V8 ${v8})`,
