@@ -34,7 +34,7 @@ static struct {
   long deopt_count, deopt_literals, deopt_sfi, deopt_inlinings; /* DeoptimizationData indices */
   long code_type, deopt_type, positions_type, inlinings_type, literals_type, script_type;
   long sfi_type, sfi_wrapper_type, debug_info_type, debug_info_script;
-  /* to find an inlined function's bytecode (0 offsets: not known) */
+  /* to find an inlined function's bytecode, when heap_on */
   kf_v8heap_layout_t heap;
   long bytecode_header;
   int heap_on;
