@@ -179,8 +179,13 @@ static int unnamed_jit(kf_collector_t *c, uint64_t ip) {
   return m && m->exec && anonymous(m);
 }
 
+/* For jitframes (kf_jitframes_unreported), which asks about return
+ * addresses and words that may be anything: the maps as they are, never
+ * read again for it. Code V8 made before the hook was armed, which is what
+ * it names, was mapped before start() read them. */
 static int is_jit_code(void *collector, uint64_t ip) {
-  return unnamed_jit(collector, ip);
+  const kf_mapping_t *m = kf_maps_find(&((kf_collector_t *)collector)->maps, ip);
+  return m && m->exec && anonymous(m);
 }
 
 static void mark_unnamed_jit(kf_collector_t *c, uint64_t *ips, uint32_t nr) {
