@@ -201,15 +201,6 @@ function warningsFor (raw, labels, workers) {
     warnings.push(`${workers.failed} worker thread(s) could not get kflame's JIT hook (${workers.lastError}): ` +
       'their JS frames show as [jit]; require kflame in the worker to name them')
   }
-  // Code V8 made before its hook was armed (the first start()) and never
-  // lists: OSR code is named from its frame, other code not (internals:
-  // "Code made before the first start()"). Workers without the hook have
-  // their own warning above.
-  if (raw.unreportedUnnamed > Math.max(10, 0.01 * raw.samples) && !(workers && workers.failed > 0)) {
-    warnings.push(`${raw.unreportedUnnamed} frames are [jit]: optimized code V8 made before the first start() armed ` +
-      'its code-event hook and never reported (it was not yet attached to its function); KFLAME_JIT=load arms ' +
-      'the hook when kflame loads and names them')
-  }
   if (raw.kernelRefused) {
     warnings.push('kernel frames are not sampled: kernel.perf_event_paranoid forbids it for this user ' +
       '(needs <= 1, root, or CAP_PERFMON); time spent inside system calls is not counted')
