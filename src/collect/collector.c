@@ -156,6 +156,9 @@ static int anonymous(const kf_mapping_t *m) {
   return m->path[0] == '\0' || strncmp(m->path, "[anon", 5) == 0;
 }
 
+/* Generated code's mapping: executable, of no file. */
+static int generated_code(const kf_mapping_t *m) { return m && m->exec && anonymous(m); }
+
 /* Generated code (an anonymous executable mapping) the code map does not
  * know: an isolate without kflame's hook, whose code may be unmapped by
  * stop() (a worker that exited), when it could no longer be told from a
@@ -176,7 +179,7 @@ static int unnamed_jit(kf_collector_t *c, uint64_t ip) {
     c->maps_reloads++;
     m = kf_maps_find(&c->maps, ip);
   }
-  return m && m->exec && anonymous(m);
+  return generated_code(m);
 }
 
 /* For jitframes (kf_jitframes_unreported), which asks about return
@@ -184,8 +187,7 @@ static int unnamed_jit(kf_collector_t *c, uint64_t ip) {
  * read again for it. Code V8 made before the hook was armed, which is what
  * it names, was mapped before start() read them. */
 static int is_jit_code(void *collector, uint64_t ip) {
-  const kf_mapping_t *m = kf_maps_find(&((kf_collector_t *)collector)->maps, ip);
-  return m && m->exec && anonymous(m);
+  return generated_code(kf_maps_find(&((kf_collector_t *)collector)->maps, ip));
 }
 
 static void mark_unnamed_jit(kf_collector_t *c, uint64_t *ips, uint32_t nr) {
@@ -757,11 +759,10 @@ int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
   }
   if (c->jit) {
     kf_jitframes_inlining(c->jit, opts->funcpos);
-    kf_jitframes_unreported(c->jit, is_jit_code, c,
-                            opts->v8layout && kf_v8heap_layout_load(opts->v8layout->sfi_function_data,
-                                                                    &c->heap) == 0
-                                ? &c->heap
-                                : NULL);
+    /* Without V8's heap layout, unreported code is only counted. */
+    int heap = opts->v8layout &&
+               kf_v8heap_layout_load(opts->v8layout->sfi_function_data, &c->heap) == 0;
+    kf_jitframes_unreported(c->jit, is_jit_code, c, heap ? &c->heap : NULL);
   }
   /* Without it, frames stay as the frame-pointer walk found them. */
   if (opts->dwarf) c->dwarf = kf_dwarf_new();

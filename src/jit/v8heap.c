@@ -37,19 +37,16 @@ int kf_v8heap_constant(const char *name, long *out) {
 
 int kf_v8heap_layout_load(long sfi_function_data, kf_v8heap_layout_t *out) {
   out->sfi_function_data = sfi_function_data;
-  return sfi_function_data > 0 &&
-                 kf_v8heap_constant("v8dbg_class_Map__instance_type__uint16_t", &out->map_type) == 0 &&
-                 kf_v8heap_constant("v8dbg_class_JSFunction__shared__SharedFunctionInfo",
-                          &out->function_shared) == 0 &&
-                 kf_v8heap_constant("v8dbg_type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE",
-                          &out->sfi_type) == 0 &&
-                 kf_v8heap_constant("v8dbg_type_Code__CODE_TYPE", &out->code_type) == 0 &&
-                 kf_v8heap_constant("v8dbg_type_InterpreterData__INTERPRETER_DATA_TYPE",
-                          &out->interpreter_data_type) == 0 &&
-                 kf_v8heap_constant("v8dbg_type_BytecodeArray__BYTECODE_ARRAY_TYPE",
-                          &out->bytecode_type) == 0
-             ? 0
-             : -1;
+  if (sfi_function_data <= 0 ||
+      kf_v8heap_constant("v8dbg_class_Map__instance_type__uint16_t", &out->map_type) ||
+      kf_v8heap_constant("v8dbg_class_JSFunction__shared__SharedFunctionInfo", &out->function_shared) ||
+      kf_v8heap_constant("v8dbg_type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE", &out->sfi_type) ||
+      kf_v8heap_constant("v8dbg_type_Code__CODE_TYPE", &out->code_type) ||
+      kf_v8heap_constant("v8dbg_type_InterpreterData__INTERPRETER_DATA_TYPE",
+                         &out->interpreter_data_type) ||
+      kf_v8heap_constant("v8dbg_type_BytecodeArray__BYTECODE_ARRAY_TYPE", &out->bytecode_type))
+    return -1;
+  return 0;
 }
 
 /* Fields of a holder that may keep the bytecode: baseline Code keeps it
