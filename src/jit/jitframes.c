@@ -252,6 +252,15 @@ static int recurs(const int64_t owners[WINDOW], int from, int dir, int64_t calle
   return 0;
 }
 
+/* Whether V8 reported bytecode starting exactly at `bytecode` (a function's
+ * first bytecode, as its BYTE_CODE event names it), alive at `time`: its
+ * name into name[NAME_BYTES], what it is into *info. */
+static int bytecode_at(kf_jitframes_t *j, uint64_t bytecode, uint64_t time,
+                       kf_code_info_t *info, char *name) {
+  return lookup(j, bytecode, time, info, name) && info->kind == KF_CODE_BYTECODE &&
+         info->start == bytecode;
+}
+
 /* The same from V8's own inlining (v8inline.h), where the code's table
  * has it: each inlined function is named by its source offset (funcpos:
  * learned from the line events of its bytecode, so only for functions
@@ -276,8 +285,7 @@ static int exact_inlined(kf_jitframes_t *j, uint64_t addr, uint64_t time,
   for (int k = 0; k < n; k++) {
     if (positions[k] < 0 || owners[k] < 0 ||
         kf_funcpos_name(j->funcpos, owners[k], name, sizeof name) < 0) {
-      if (!bytecodes[k] || !lookup(j, bytecodes[k], time, &fn, name) ||
-          fn.kind != KF_CODE_BYTECODE || fn.start != bytecodes[k]) {
+      if (!bytecodes[k] || !bytecode_at(j, bytecodes[k], time, &fn, name)) {
         (*unnamed)++;
         continue;
       }
@@ -350,8 +358,7 @@ static int frame_bytecode(kf_jitframes_t *j, uint64_t time, const kf_userstack_t
                           uint64_t fp, uint64_t *bytecode, kf_code_info_t *info,
                           char *name) {
   return kf_v8frames_bytecode(j->layout, stack, fp, bytecode) == 0 &&
-         lookup(j, *bytecode, time, info, name) && info->kind == KF_CODE_BYTECODE &&
-         info->start == *bytecode;
+         bytecode_at(j, *bytecode, time, info, name);
 }
 
 /* The token of the function whose interpreter frame is at fp. Returns 1,
