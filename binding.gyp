@@ -40,6 +40,7 @@
         "src/jit/jitlines.c",
         "src/jit/v8inline.c",
         "src/jit/v8heap.c",
+        "src/jit/v8regexp.c",
         "src/jit/jithook.c",
         "src/collect/labels.c",
         "src/util/sigwatch.c",

@@ -172,6 +172,8 @@ export interface ProfileDetails {
   runningAdded: number
   unreportedNamed: number
   unreportedUnnamed: number
+  regexpNamed: number
+  regexpUnnamed: number
   inlinedFrames: number
   inlinedExact: number
   inlinedUnnamed: number

@@ -288,6 +288,11 @@ function makeStats (raw, labels = null, workers = null) {
       // hook was armed): named from their frame, or left [jit].
       unreportedNamed: raw.unreportedNamed,
       unreportedUnnamed: raw.unreportedUnnamed,
+      // Frames of RegExp code compiled before the hook was armed, which
+      // V8 reports without its expression: named from their frame, or
+      // left 'RegExp:(compiled before start)'.
+      regexpNamed: raw.regexpNamed,
+      regexpUnnamed: raw.regexpUnnamed,
       inlinedFrames: raw.inlinedFrames,
       // Of those, from V8's own inlining ids; inlined functions left out
       // (not nameable); optimized code whose inlining was read, or could

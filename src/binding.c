@@ -338,6 +338,8 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
   CHECK(env, set_num(env, o, "runningAdded", (double)st->running_added));
   CHECK(env, set_num(env, o, "unreportedNamed", (double)st->unreported_named));
   CHECK(env, set_num(env, o, "unreportedUnnamed", (double)st->unreported_unnamed));
+  CHECK(env, set_num(env, o, "regexpNamed", (double)st->regexp_named));
+  CHECK(env, set_num(env, o, "regexpUnnamed", (double)st->regexp_unnamed));
   CHECK(env, set_num(env, o, "inlinedFrames", (double)st->inlined));
   CHECK(env, set_num(env, o, "inlinedExact", (double)st->inlined_exact));
   CHECK(env, set_num(env, o, "inlinedUnnamed", (double)st->inlined_unnamed));

@@ -405,6 +405,8 @@ int kf_session_stop(kf_session_t *s, kf_profile_t *out) {
   st->running_added = cs->jit.running_added;
   st->unreported_named = cs->jit.unreported_named;
   st->unreported_unnamed = cs->jit.unreported_unnamed;
+  st->regexp_named = cs->jit.regexp_named;
+  st->regexp_unnamed = cs->jit.regexp_unnamed;
   st->inlined = cs->jit.inlined;
   st->inlined_exact = cs->jit.inlined_exact;
   st->inlined_unnamed = cs->jit.inlined_unnamed;

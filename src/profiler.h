@@ -100,6 +100,9 @@ typedef struct kf_profile_stats {
   uint64_t interpreted_named, interpreted_unnamed, running_added;
   /* Frames of code V8 never reported, named from the copy or left [jit] */
   uint64_t unreported_named, unreported_unnamed;
+  /* Frames of RegExp code V8 reported unnamed, named by their expression
+   * or left "RegExp:(compiled before start)" */
+  uint64_t regexp_named, regexp_unnamed;
   uint64_t inlined;              /* inlined frames added */
   uint64_t inlined_exact, inlined_unnamed; /* from V8's inlining ids; left out */
   uint64_t inlining_read, inlining_failed; /* optimized code whose inlining

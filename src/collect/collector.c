@@ -18,6 +18,7 @@
 #include "collect/namer.h"
 #include "sample/offcpu.h"
 #include "jit/perfmap.h"
+#include "jit/v8regexp.h"
 
 #define POLL_TIMEOUT_MS 100
 #define PERF_MAP_INTERVAL_NS 1000000000ULL
@@ -102,6 +103,7 @@ struct kf_collector {
   kf_maps_t maps;          /* to tell unnamed generated code apart */
   uint64_t maps_loaded_at;
   kf_v8heap_layout_t heap; /* V8's objects, for frames of unreported code */
+  kf_v8regexp_layout_t regexps; /* and for RegExp code reported unnamed */
   uint32_t maps_reloads;
 };
 
@@ -763,6 +765,8 @@ int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
     int heap = opts->v8layout &&
                kf_v8heap_layout_load(opts->v8layout->sfi_function_data, &c->heap) == 0;
     kf_jitframes_unreported(c->jit, is_jit_code, c, heap ? &c->heap : NULL);
+    if (opts->v8layout && kf_v8regexp_layout_load(&c->regexps) == 0)
+      kf_jitframes_regexps(c->jit, &c->regexps);
   }
   /* Without it, frames stay as the frame-pointer walk found them. */
   if (opts->dwarf) c->dwarf = kf_dwarf_new();

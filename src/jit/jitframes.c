@@ -7,6 +7,7 @@
 
 #include "util/grow.h"
 #include "util/hash.h"
+#include "jit/jitname.h"
 #include "jit/v8heap.h"
 
 #define TOKEN_BASE 0xfffe000000000000ULL
@@ -51,6 +52,8 @@ struct kf_jitframes {
   kf_jitframes_is_jit_fn is_jit; /* generated code at an address, or NULL */
   void *is_jit_ctx;
   const kf_v8heap_layout_t *heap; /* to check a frame's function, or NULL */
+  const kf_v8regexp_layout_t *regexps; /* to name RegExp code, or NULL */
+  uint64_t regexp_existing;       /* the token of RegExp code so named */
   jit_name_t *names;
   size_t nnames, names_cap;
   uint32_t *slots; /* open addressing: name index + 1, 0 when empty */
@@ -175,6 +178,12 @@ static int token_of(kf_jitframes_t *j, const char *name, char tier,
   if (id < 0) return -ENOMEM;
   *token = TOKEN_BASE | (uint64_t)id;
   return 1;
+}
+
+void kf_jitframes_regexps(kf_jitframes_t *j, const kf_v8regexp_layout_t *regexps) {
+  /* Interned now: resolve tells such frames by their token. */
+  if (token_of(j, KF_JITNAME_REGEXP_EXISTING, '\0', 0, &j->regexp_existing) > 0)
+    j->regexps = regexps;
 }
 
 /* The code at addr at `time`: its name into name[NAME_BYTES] and what it
@@ -373,18 +382,37 @@ static int frame_function(kf_jitframes_t *j, uint64_t time,
   return token_of(j, name, info.tier, 0, token);
 }
 
-/* Whether the trampoline sampled at the leaf has built its frame (bp is
- * then its own interpreter frame). Before, the word at sp is the return
- * address into its caller's code, or (after push rbp) the caller's frame
- * pointer, which bp still is; once built, sp points at the values the
- * trampoline pushed below its frame. */
-static int frame_built(kf_jitframes_t *j, uint64_t time,
-                       const kf_userstack_t *stack) {
-  uint64_t top;
+/* The frame pointer of the code sampled at the leaf, or the one it is
+ * about to have or just gave up: bp once its frame is built; before (in
+ * its prologue) or after (its epilogue), sp holds the return address into
+ * its caller's code, where the frame pointer would be sp - 8, or (after
+ * push rbp) the caller's frame pointer, which bp still is, with the
+ * return address above it. Once built, sp points at values pushed below
+ * the frame. Returns 1, or 0 when the copy does not say. */
+static int leaf_frame_pointer(kf_jitframes_t *j, uint64_t time,
+                              const kf_userstack_t *stack, uint64_t *fp) {
+  uint64_t top, next;
   kf_code_info_t info;
   char name[NAME_BYTES];
-  return kf_userstack_word(stack, stack->sp, &top) == 0 && top != stack->bp &&
-         !lookup(j, top - 1, time, &info, name);
+  if (kf_userstack_word(stack, stack->sp, &top)) return 0;
+  if (lookup(j, top - 1, time, &info, name)) {
+    *fp = stack->sp - 8;
+  } else if (top != stack->bp) {
+    *fp = stack->bp;
+  } else {
+    if (kf_userstack_word(stack, stack->sp + 8, &next) || !lookup(j, next - 1, time, &info, name))
+      return 0;
+    *fp = stack->sp;
+  }
+  return 1;
+}
+
+/* Whether the code sampled at the leaf (the trampoline) has built its
+ * frame: bp is then its own interpreter frame. */
+static int frame_built(kf_jitframes_t *j, uint64_t time,
+                       const kf_userstack_t *stack) {
+  uint64_t fp;
+  return leaf_frame_pointer(j, time, stack, &fp) && fp == stack->bp;
 }
 
 /* Whether addr is a return address into code: V8's known code, or
@@ -490,6 +518,21 @@ static int running_function(kf_jitframes_t *j, uint64_t time,
   return rc + 1;
 }
 
+/* The token of RegExp code V8 reported without its expression, named
+ * from the expression its frame at fp was called with (v8regexp.h).
+ * Returns 1, 0 when that cannot be read, or -ENOMEM. */
+static int regexp_frame(kf_jitframes_t *j, const kf_userstack_t *stack, uint64_t fp,
+                        uint64_t *token) {
+  uint64_t regexp;
+  char source[KF_V8REGEXP_SOURCE_MAX + 1], flags[16], name[NAME_BYTES];
+  long len;
+  if (kf_v8frames_regexp(j->layout, stack, fp, &regexp) ||
+      (len = kf_v8regexp_source(j->regexps, regexp, source, flags)) < 0)
+    return 0;
+  kf_jitname_regexp(source, (size_t)len, flags, name, sizeof name);
+  return token_of(j, name, '\0', 0, token);
+}
+
 /* The code at return address `at` at `time`: its token and what it is,
  * with the functions inlined there (*ninlined of them into chain), from
  * the cache when the map's answer there still holds. Returns 1, 0 when no
@@ -570,6 +613,32 @@ static int unreported_frame(kf_jitframes_t *j, frame_walk_t *w, uint32_t k,
   return rc;
 }
 
+/* Frame k of RegExp code V8 reported without its expression, named by
+ * regexp_frame. At the leaf, also in its prologue or epilogue, when its
+ * argument is already (or still) on the stack: where leaf_frame_pointer
+ * finds the frame, or, when that holds no expression, at the two frame
+ * pointers the prologue makes (sp - 8, then sp once rbp is pushed). V8's
+ * runtime calls RegExp code from C++, whose return address the code map
+ * does not know, so a prologue called from there passes for a built
+ * frame. Returns 1, 0 when not named (left KF_JITNAME_REGEXP_EXISTING),
+ * or -ENOMEM. */
+static int existing_regexp_frame(kf_jitframes_t *j, frame_walk_t *w, uint32_t k,
+                                 uint64_t time, uint64_t *token) {
+  uint64_t fps[3];
+  size_t n = 0;
+  if (k > 0 && frame_at(j, w, k)) fps[n++] = j->fps[k];
+  if (k == 0 && w->stack) {
+    if (leaf_frame_pointer(j, time, w->stack, &fps[n])) n++;
+    fps[n++] = w->stack->sp - 8;
+    fps[n++] = w->stack->sp;
+  }
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) rc = regexp_frame(j, w->stack, fps[i], token);
+  if (rc > 0) j->stats.regexp_named++;
+  if (rc == 0) j->stats.regexp_unnamed++;
+  return rc;
+}
+
 int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
                          const uint64_t *ips, uint32_t nr,
                          const kf_userstack_t *stack, uint64_t *out) {
@@ -621,6 +690,9 @@ int kf_jitframes_resolve(kf_jitframes_t *j, uint64_t time,
     out[n - 1] = token;
     j->stats.named++;
     j->stats.inlined_unnamed += (uint64_t)unnamed;
+    if (token == j->regexp_existing && j->regexps &&
+        existing_regexp_frame(j, &walk, k, time, &out[n - 1]) < 0)
+      return -ENOMEM;
     if (found) {
       /* leaf first: the inlined functions, then the code they are in */
       memcpy(&out[n - 1], chain, (size_t)found * sizeof(uint64_t));

@@ -23,6 +23,7 @@
 #include "unwind/userstack.h"
 #include "jit/v8frames.h"
 #include "jit/v8heap.h"
+#include "jit/v8regexp.h"
 
 typedef struct kf_jitframes kf_jitframes_t;
 
@@ -58,6 +59,12 @@ typedef int (*kf_jitframes_is_jit_fn)(void *ctx, uint64_t addr);
 void kf_jitframes_unreported(kf_jitframes_t *j, kf_jitframes_is_jit_fn is_jit,
                              void *ctx, const kf_v8heap_layout_t *heap);
 
+/* Names RegExp code V8 reported without its expression (compiled before
+ * the hook was armed) from the expression its frame was called with, read
+ * in V8's heap as `regexps` lays it out (v8regexp.h). Without it, such
+ * code stays KF_JITNAME_REGEXP_EXISTING. Before the first resolve. */
+void kf_jitframes_regexps(kf_jitframes_t *j, const kf_v8regexp_layout_t *regexps);
+
 typedef struct kf_jitframes_stats {
   uint64_t named;               /* callchain frames named from the code map */
   /* Frames of the shared interpreter trampoline named by the BytecodeArray
@@ -71,6 +78,10 @@ typedef struct kf_jitframes_stats {
    * the hook was armed) named from the BytecodeArray their frame keeps,
    * and those left "[jit]". */
   uint64_t unreported_named, unreported_unnamed;
+  /* Frames of RegExp code V8 reported without its expression, named from
+   * the expression their frame holds, and those left unnamed (a frame not
+   * built yet, or not in the copy). */
+  uint64_t regexp_named, regexp_unnamed;
   uint64_t inlined;             /* inlined frames added */
   /* Of those, from V8's own inlining ids (v8inline.h); and inlined
    * functions V8 told of that could not be named (left out). */

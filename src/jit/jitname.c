@@ -32,6 +32,23 @@ static int is_js_tag(const char *s, size_t n) {
 
 static int is_tier(char c) { return c == '~' || c == '^' || c == '+' || c == '*'; }
 
+/* "RegExp:/<source>/<flags>" */
+static void regexp_name(out_t *o, const char *source, size_t source_len,
+                        const char *flags, size_t flags_len) {
+  puts_(o, "RegExp:/");
+  put(o, source, source_len);
+  puts_(o, "/");
+  put(o, flags, flags_len);
+}
+
+size_t kf_jitname_regexp(const char *source, size_t len, const char *flags,
+                         char *buf, size_t cap) {
+  out_t o = {buf, cap, 0};
+  if (cap) buf[0] = '\0';
+  regexp_name(&o, source, len, flags, strlen(flags));
+  return o.len;
+}
+
 /* V8 13's name of RegExp code, "RegExp.> src: '<source>' flags: '<flags>'"
  * (V8 11 and 12 say "RegExp:<source>"), as "RegExp:/<source>/<flags>".
  * The source is V8's text as written, quotes included: the flags' part is
@@ -44,10 +61,7 @@ static int regexp13(out_t *o, const char *v8name, size_t len) {
   size_t at = flags;
   while (at > hn && v8name[at - 1] >= 'a' && v8name[at - 1] <= 'z') at--;
   if (at < hn + mn || memcmp(v8name + at - mn, mid, mn) != 0) return 0;
-  puts_(o, "RegExp:/");
-  put(o, v8name + hn, at - mn - hn);
-  puts_(o, "/");
-  put(o, v8name + at, flags - at);
+  regexp_name(o, v8name + hn, at - mn - hn, v8name + at, flags - at);
   return 1;
 }
 
@@ -82,9 +96,7 @@ size_t kf_jitname(const char *v8name, size_t len, char *buf, size_t cap,
       puts_(&o, KF_JITNAME_REGEXP_EXISTING);
       return o.len;
     }
-    puts_(&o, "RegExp:/");
-    put(&o, rest, rest_len);
-    puts_(&o, "/");
+    regexp_name(&o, rest, rest_len, "", 0);
     return o.len;
   }
   if (regexp13(&o, v8name, len)) return o.len;

@@ -38,6 +38,15 @@
 size_t kf_jitname(const char *v8name, size_t len, char *out, size_t cap,
                   char *tier);
 
+/* The frame name of RegExp code for the regular expression of `source`
+ * (len bytes of UTF-8) and `flags` ("" where V8 leaves them out of its
+ * name: before V8 13), as kf_jitname writes V8's own name of it:
+ * "RegExp:/<source>/<flags>". For RegExp code V8 reported without its
+ * source (jitframes.c names it from the expression its frame runs).
+ * Returns the length written. */
+size_t kf_jitname_regexp(const char *source, size_t len, const char *flags,
+                         char *out, size_t cap);
+
 /* What kind of code (for reading stacks) the code V8 named `v8name` is:
  * JS functions (by V8's tag), the shared interpreter entry builtins and the
  * bytecode handlers are told apart by name; the rest is KF_CODE_OTHER. Bytecode is told by

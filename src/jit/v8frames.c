@@ -13,11 +13,15 @@
  * sfi_function_data: 8 in all three (11.3 exports it as
  * v8dbg_class_SharedFunctionInfo__function_data__Object; 12.4 and 13.6
  * do not, and were read off real functions: the field holds the
- * function's baseline Code, which holds its BytecodeArray). */
+ * function's baseline Code, which holds its BytecodeArray).
+ * regexp_from_fp: RegExp code is called as a C function whose 9th
+ * argument is the expression (JSRegExp, or 13.x's RegExpData): the third
+ * passed on the stack, above the return address and the two before it
+ * (call origin, isolate): fp+32 on all three, read off real frames. */
 static const kf_v8layout_t layouts[] = {
-    {11, 3, -8, -16, -32, 54, 8}, /* Node 20 */
-    {12, 4, -8, -16, -32, 64, 8}, /* Node 22 */
-    {13, 6, -8, -16, -32, 64, 8}, /* Node 24 */
+    {11, 3, -8, -16, -32, 54, 8, 32}, /* Node 20 */
+    {12, 4, -8, -16, -32, 64, 8, 32}, /* Node 22 */
+    {13, 6, -8, -16, -32, 64, 8, 32}, /* Node 24 */
 };
 
 const kf_v8layout_t *kf_v8layout_for(const char *version) {
@@ -45,14 +49,24 @@ int kf_v8frames_bytecode(const kf_v8layout_t *l, const kf_userstack_t *s,
   return 0;
 }
 
+/* The tagged pointer in the slot `offset` bytes from fp into *out. */
+static int heap_object_slot(const kf_userstack_t *s, uint64_t fp, int32_t offset,
+                            uint64_t *out) {
+  uint64_t value;
+  if (kf_userstack_word(s, fp + (int64_t)offset, &value) || !is_heap_object(value))
+    return -1;
+  *out = value;
+  return 0;
+}
+
 int kf_v8frames_function(const kf_v8layout_t *l, const kf_userstack_t *s,
                          uint64_t fp, uint64_t *out) {
-  uint64_t function;
-  if (!l || kf_userstack_word(s, fp + (int64_t)l->function_from_fp, &function) ||
-      !is_heap_object(function))
-    return -1;
-  *out = function;
-  return 0;
+  return l ? heap_object_slot(s, fp, l->function_from_fp, out) : -1;
+}
+
+int kf_v8frames_regexp(const kf_v8layout_t *l, const kf_userstack_t *s,
+                       uint64_t fp, uint64_t *out) {
+  return l ? heap_object_slot(s, fp, l->regexp_from_fp, out) : -1;
 }
 
 uint64_t kf_v8frames_bytecode_array(const kf_v8layout_t *l, uint64_t bytecode) {

@@ -35,6 +35,9 @@ typedef struct kf_v8layout {
   uint32_t bytecode_header;  /* first bytecode minus the array's address */
   int32_t sfi_function_data; /* SharedFunctionInfo: its function data
                                 (v8heap.h kf_v8heap_runs_bytecode) */
+  int32_t regexp_from_fp;    /* RegExp code's frame: the expression it
+                                matches (v8regexp.h), an argument passed
+                                on the stack */
 } kf_v8layout_t;
 
 /* The layout of the V8 whose version string (v8::V8::GetVersion(),
@@ -54,6 +57,12 @@ int kf_v8frames_bytecode(const kf_v8layout_t *l, const kf_userstack_t *s,
  * when the slot is not in the copy or holds no tagged pointer. */
 int kf_v8frames_function(const kf_v8layout_t *l, const kf_userstack_t *s,
                          uint64_t fp, uint64_t *out);
+
+/* The tagged object passed to the RegExp code whose frame is at `fp` as
+ * the expression it matches (v8regexp.h checks what it is). Returns 0, or
+ * -1 when the slot is not in the copy or holds no tagged pointer. */
+int kf_v8frames_regexp(const kf_v8layout_t *l, const kf_userstack_t *s,
+                       uint64_t fp, uint64_t *out);
 
 /* The BytecodeArray (tagged) whose first bytecode is at `bytecode`. */
 uint64_t kf_v8frames_bytecode_array(const kf_v8layout_t *l, uint64_t bytecode);

@@ -19,6 +19,7 @@
 #include "jit/v8frames.h"
 #include "jit/v8heap.h"
 #include "jit/v8inline.h"
+#include "jit/v8regexp.h"
 #include "kftest.h"
 
 #define SP 0x7ffd0000ULL
@@ -458,6 +459,175 @@ static void unreported_code_named_from_its_frame(void) {
   CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
   CHECK_EQ_U64(out[1], OSR_CODE + 0x20);
   CHECK_EQ_U64(kf_jitframes_stats(j)->unreported_unnamed, 0);
+  kf_jitframes_free(j);
+  kf_codemap_free(m);
+}
+
+/* RegExp code V8 reported without its expression ("Regular expression
+ * code", at REGEXP_CODE), named from the expression its frame was called
+ * with, 32 bytes above its frame pointer, read in memory laid out as V8's
+ * heap (v8regexp.h): a JSRegExp (V8 11, 12) or a RegExpData (13). */
+#define REGEXP_CODE 0xa00000ULL
+
+static const kf_v8regexp_layout_t fake_regexps = {
+    .map_type = 8, .regexp_type = 2131, .regexp_source = 32,
+    .data_types = {183, 185, 184}, .data_source = 16, .data_flags = 24,
+    .first_nonstring_type = 128, .representation_mask = 7, .seq_tag = 0, .thin_tag = 5,
+    .encoding_mask = 8, .one_byte_tag = 8, .string_length = 12, .seq_chars = 16,
+    .thin_actual = 16};
+
+/* A heap object: its map (instance type 8 bytes in), then its fields. */
+typedef struct fake_object {
+  uint64_t map[2];
+  uint64_t words[1 + 2048 / 8];
+} fake_object_t;
+
+static uint64_t fake_object(fake_object_t *o, long type) {
+  memset(o, 0, sizeof(*o));
+  o->map[1] = (uint64_t)type;
+  o->words[0] = tagged(o->map);
+  return tagged(o->words);
+}
+
+/* A sequential string of n units (one byte each, or two), type as V8's
+ * instance types go: 8 one-byte, 0 two-byte. */
+static uint64_t fake_string(fake_object_t *o, long type, const void *units, size_t n) {
+  uint64_t s = fake_object(o, type);
+  int32_t length = (int32_t)n;
+  memcpy((char *)o->words + 12, &length, 4);
+  memcpy((char *)o->words + 16, units, n * (type & 8 ? 1 : 2));
+  return s;
+}
+
+/* An object whose field at `offset` is `value`. */
+static uint64_t fake_holder(fake_object_t *o, long type, long offset, uint64_t value) {
+  uint64_t h = fake_object(o, type);
+  memcpy((char *)o->words + offset, &value, 8);
+  return h;
+}
+
+static void existing_regexps_named(void) {
+  kf_codemap_t *m = v8_map();
+  add_named(m, REGEXP_CODE, 0x200, "RegExp:Regular expression code", 0);
+  kf_jitframes_t *j = kf_jitframes_new(m, node20());
+  kf_jitframes_regexps(j, &fake_regexps);
+  static fake_object_t src, re, stale_src, stale, other;
+  uint64_t regexp = fake_holder(&re, 2131, 32, fake_string(&src, 8, "ab+c", 4));
+  uint64_t stale_regexp = fake_holder(&stale, 2131, 32, fake_string(&stale_src, 8, "zz", 2));
+  fake_t f;
+  uint64_t out[8];
+
+  /* At the leaf, its frame built: bp is its frame. */
+  fake_init(&f, SP + 0x40);
+  frame(&f, SP + 0x40, SP + 0x100, 0x7000);
+  put(&f, SP, 0x12340009);
+  put(&f, SP + 0x40 + 32, regexp);
+  uint64_t leaf[] = {U, REGEXP_CODE + 0x10, 0x7000};
+  CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "RegExp:/ab+c/_[j]");
+  /* Deeper: RegExp code calling a C helper (a case-insensitive compare). */
+  uint64_t deep[] = {U, 0x7100, REGEXP_CODE + 0x20, 0x7000};
+  frame(&f, SP + 0x40, SP + 0x100, REGEXP_CODE + 0x20);
+  frame(&f, SP + 0x100, SP + 0x180, 0x7000);
+  put(&f, SP + 0x100 + 32, regexp);
+  CHECK(kf_jitframes_resolve(j, 5, deep, 4, &f.s, out) == 4);
+  CHECK_STR(name_of(j, out[2]), "RegExp:/ab+c/_[j]");
+  CHECK_EQ_U64(kf_jitframes_stats(j)->regexp_named, 2);
+
+  /* In its prologue, called from a builtin (RegExpExecInternal): the
+   * return address at sp, the
+   * argument 24 bytes above it; bp still the caller's frame, whose slot
+   * 32 above holds another expression, not this one's. */
+  fake_init(&f, SP + 0x100);
+  frame(&f, SP + 0x100, SP + 0x180, 0x7000);
+  put(&f, SP + 0x100 + 32, stale_regexp);
+  put(&f, SP, BUILTIN + 0x21);
+  put(&f, SP + 24, regexp);
+  uint64_t prologue[] = {U, REGEXP_CODE, 0x7000};
+  CHECK(kf_jitframes_resolve(j, 5, prologue, 3, &f.s, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "RegExp:/ab+c/_[j]");
+  /* After push rbp: bp at sp, the return address above, the argument 32
+   * bytes above sp. */
+  put(&f, SP, SP + 0x100);
+  put(&f, SP + 8, BUILTIN + 0x21);
+  put(&f, SP + 24, 0);
+  put(&f, SP + 32, regexp);
+  CHECK(kf_jitframes_resolve(j, 5, prologue, 3, &f.s, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "RegExp:/ab+c/_[j]");
+  /* Called from C++ (V8's runtime): its return address is not known
+   * code, so the prologue looks like a built frame at bp, which holds no
+   * expression; the prologue's frame pointer to be is tried next. */
+  put(&f, SP, 0x7123);
+  put(&f, SP + 8, 0);
+  put(&f, SP + 24, regexp);
+  put(&f, SP + 32, 0);
+  put(&f, SP + 0x100 + 32, 0);
+  CHECK(kf_jitframes_resolve(j, 5, prologue, 3, &f.s, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "RegExp:/ab+c/_[j]");
+
+  /* V8 13: a RegExpData of any of its types, with the flags V8 names its
+   * code with, in V8's order (g, i, y, d: bits 0, 1, 3, 7). */
+  fake_init(&f, SP + 0x40);
+  put(&f, SP, 0x12340009);
+  frame(&f, SP + 0x40, SP + 0x100, 0x7000);
+  uint64_t data = fake_holder(&other, 185, 16, fake_string(&src, 8, "ab+c", 4));
+  memcpy((char *)other.words + 24, &(uint64_t){(uint64_t)0x8b << 32}, 8);
+  put(&f, SP + 0x40 + 32, data);
+  CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "RegExp:/ab+c/dgiy_[j]");
+
+  /* Sources: Latin-1 one-byte characters and two-byte ones as UTF-8, a
+   * surrogate pair as one character, a lone surrogate as U+FFFD; a thin
+   * string followed to its actual string. */
+  put(&f, SP + 0x40 + 32, regexp);
+  fake_string(&src, 8, "a\xe9", 2);
+  CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "RegExp:/a\xc3\xa9/_[j]");
+  uint16_t units[] = {'x', 0x2192, 0xd83d, 0xde00, 0xd800, 'y'};
+  fake_string(&src, 0, units, 6);
+  CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "RegExp:/x\xe2\x86\x92\xf0\x9f\x98\x80\xef\xbf\xbdy/_[j]");
+  fake_holder(&src, 13, 16, fake_string(&stale_src, 8, "thin", 4));
+  CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "RegExp:/thin/_[j]");
+  CHECK_EQ_U64(kf_jitframes_stats(j)->regexp_named, 9);
+
+  /* A source too long for a name is cut at a character's end. */
+  char text[KF_V8REGEXP_SOURCE_MAX + 1], source[KF_V8REGEXP_SOURCE_MAX + 1], flags[16];
+  memset(text, 'a', sizeof text);
+  text[KF_V8REGEXP_SOURCE_MAX - 1] = (char)0xe9; /* 2 bytes of UTF-8: cut before */
+  fake_string(&src, 8, text, sizeof text);
+  CHECK(kf_v8regexp_source(&fake_regexps, regexp, source, flags) == KF_V8REGEXP_SOURCE_MAX - 1);
+  CHECK(strspn(source, "a") == KF_V8REGEXP_SOURCE_MAX - 1 && flags[0] == '\0');
+  CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
+  CHECK(strncmp(name_of(j, out[1]), "RegExp:/aaaa", 12) == 0);
+
+  /* Nothing named, counted, the frame left as V8 reported it: not a
+   * regexp (another type, a Smi, nothing readable), a source that is not
+   * a sequential or thin string (a cons string, type 9), or no string. */
+  static fake_object_t wrong_type, cons_re, cons, nonstring_re, nonstring;
+  uint64_t existing = 0, before = kf_jitframes_stats(j)->regexp_unnamed;
+  uint64_t bad[] = {fake_holder(&wrong_type, 262, 32, regexp), 0x12345600, tagged((void *)8),
+                    fake_holder(&cons_re, 2131, 32, fake_holder(&cons, 9, 16, 0)),
+                    fake_holder(&nonstring_re, 2131, 32, fake_holder(&nonstring, 200, 16, 0))};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    put(&f, SP + 0x40 + 32, bad[i]);
+    CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
+    CHECK_STR(name_of(j, out[1]), "RegExp:(compiled before start)_[j]");
+    existing = out[1];
+  }
+  CHECK_EQ_U64(kf_jitframes_stats(j)->regexp_unnamed, before + 5);
+  /* No copy: the same. */
+  CHECK(kf_jitframes_resolve(j, 5, leaf, 3, NULL, out) == 3);
+  CHECK_EQ_U64(out[1], existing);
+  kf_jitframes_free(j);
+
+  /* Without the layout: left as V8 reported it, not counted. */
+  put(&f, SP + 0x40 + 32, regexp);
+  j = kf_jitframes_new(m, node20());
+  CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "RegExp:(compiled before start)_[j]");
+  CHECK_EQ_U64(kf_jitframes_stats(j)->regexp_unnamed + kf_jitframes_stats(j)->regexp_named, 0);
   kf_jitframes_free(j);
   kf_codemap_free(m);
 }
@@ -918,6 +1088,7 @@ static const kftest_case_t cases[] = {
     {"jitframes: interpreter frames named from their bytecode", interpreted_frames_named},
     {"jitframes: the running function put back under a leaf", running_function_put_back},
     {"jitframes: code V8 never reported named from its frame", unreported_code_named_from_its_frame},
+    {"jitframes: RegExp code V8 reported unnamed, named by its expression", existing_regexps_named},
     {"jitlines: line tables and small functions' offsets", line_tables},
     {"jitframes: inlined functions named from source offsets", inlined_functions_named},
     {"jitframes: functions inlined in inlined functions, nested", nested_inlining_named},

@@ -21,6 +21,7 @@
 #include "unwind/userstack.h"
 #include "jit/v8frames.h"
 #include "jit/v8heap.h"
+#include "jit/v8regexp.h"
 
 #define FUZZ_TARGET "fuzz_unwind"
 #include "fuzz.h"
@@ -53,6 +54,7 @@ static void setup(void) {
   add(0x400000, 0x100, "Builtin:MultiplySmi_Baseline", 0);
   add(0x500036, 0x40, "JS:~foo a.js:1:1", 1);
   add(0x600036, 0x40, "JS:~other a.js:9:1", 1);
+  add(0xa00000, 0x200, "RegExp:Regular expression code", 0);
   jit = kf_jitframes_new(map, kf_v8layout_for("11.3.244.8-node.33"));
   funcpos = kf_funcpos_new(1000);
   if (!map || !jit || !funcpos) abort();
@@ -75,6 +77,15 @@ static void setup(void) {
                                           .sfi_function_data = 8, .sfi_type = 262,
                                           .code_type = 245, .interpreter_data_type = 159};
   kf_jitframes_unreported(jit, unreported_jit, NULL, &heap);
+  /* and the expression slots of RegExp code's frames (0xa00000), with
+   * the strings they lead to */
+  static const kf_v8regexp_layout_t regexps = {
+      .map_type = 8, .regexp_type = 2131, .regexp_source = 32,
+      .data_types = {183, 185, 184}, .data_source = 16, .data_flags = 24,
+      .first_nonstring_type = 128, .representation_mask = 7, .thin_tag = 5,
+      .encoding_mask = 8, .one_byte_tag = 8, .string_length = 12, .seq_chars = 16,
+      .thin_actual = 16};
+  kf_jitframes_regexps(jit, &regexps);
 }
 
 static uint64_t le64(const uint8_t *p) {
