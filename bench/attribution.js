@@ -16,6 +16,9 @@
 // - none: unprofiled (kflame loaded, hook armed);
 // - sb-0: kflame, stackBytes 0: the kernel walks the callchain only;
 // - sb-16384: kflame, the 16 KiB user-stack copy on top;
+// - perf-dwarf: `perf record -e cpu-clock -F 999 --call-graph dwarf,16384`,
+//   the same way: perf copying the same 16 KiB of user stack per sample as
+//   kflame's default (it unwinds them with DWARF afterwards, off the run).
 // - perf: `perf record -e cpu-clock -F 999 -g -p CHILD`, started once by
 //   the child with its events disabled (-D -1) and enabled around each
 //   perf window through its control fifo (the ack waited for), so its start
@@ -42,7 +45,7 @@ const {
 } = require('./windows')
 
 const HZ = 999
-const KINDS = ['none', 'sb-0', 'sb-16384', 'perf']
+const KINDS = ['none', 'sb-0', 'sb-16384', 'perf', 'perf-dwarf']
 
 // nonvoluntary_ctxt_switches (preempted) and voluntary (slept) of a thread.
 function switches (statusFile) {
@@ -59,8 +62,9 @@ function switches (statusFile) {
 
 async function windowsChild ({ rounds, windowMs, seed }) {
   const { gc, w, kflame, addon0 } = windowsSetup('windows')
-  const perf = startPerf({ pid: process.pid, hz: HZ })
-  const kinds = perf ? KINDS : KINDS.filter((k) => k !== 'perf')
+  const perfs = { perf: startPerf({ pid: process.pid, hz: HZ }) }
+  if (perfs.perf) perfs['perf-dwarf'] = startPerf({ pid: process.pid, hz: HZ, callGraph: 'dwarf,16384' })
+  const kinds = KINDS.filter((k) => !k.startsWith('perf') || perfs[k])
   let sink = 0
 
   function window (kind) {
@@ -71,7 +75,9 @@ async function windowsChild ({ rounds, windowMs, seed }) {
       kflame.start({ hz: HZ, stackBytes: Number(kind.slice(3)) })
       const tid = findThread('kflame-collect')
       collector = tid && `/proc/self/task/${tid}`
-    } else if (kind === 'perf') perf.enable()
+    }
+    const perf = perfs[kind]
+    if (perf) perf.enable()
     const perf0 = perf ? procCpuMs(perf.pid) : null
     const col0 = collector && { ns: schedNs(`${collector}/schedstat`), sw: switches(`${collector}/status`) }
     const sw0 = switches('/proc/thread-self/status')
@@ -90,12 +96,12 @@ async function windowsChild ({ rounds, windowMs, seed }) {
       r.mainSamples = p.folded.split('\n').filter((l) => l.startsWith('main;')).reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0)
       r.codeLockWaits = p.stats.details.codeLockWaits
       r.codeLockWaitMs = p.stats.details.codeLockWaitMs
-    } else if (kind === 'perf') perf.disable()
+    } else if (perf) perf.disable()
     return r
   }
 
   const runs = alternate(kinds, window, { rounds, seed })
-  if (perf) await perf.close()
+  for (const perf of Object.values(perfs)) if (perf) await perf.close()
   return { runs, kinds, addon: [addon0, addonMtime()], sink: sink % 1000 }
 }
 
@@ -156,7 +162,8 @@ function rows (runs, kinds, hookPairs, seed) {
     none: perSec('none', 'preempted'),
     'sb-0': perSec('sb-0', 'preempted'),
     'sb-16384': perSec('sb-16384', 'preempted'),
-    perf: kinds.includes('perf') ? perSec('perf', 'preempted') : null
+    perf: kinds.includes('perf') ? perSec('perf', 'preempted') : null,
+    'perf-dwarf': kinds.includes('perf-dwarf') ? perSec('perf-dwarf', 'preempted') : null
   }
   if (kinds.includes('perf')) {
     const mine = of('perf')
@@ -168,6 +175,16 @@ function rows (runs, kinds, hookPairs, seed) {
     }
     out.kflameVsPerf = { what: 'kflame (stackBytes 16384) against perf, same run', cpu: extra('sb-16384', 'perf', cpu, seed + 6), wall: extra('sb-16384', 'perf', wall, seed + 7) }
     out.sb0VsPerf = { what: 'kflame (stackBytes 0) against perf, same run', cpu: extra('sb-0', 'perf', cpu, seed + 8) }
+  }
+  if (kinds.includes('perf-dwarf')) {
+    const mine = of('perf-dwarf')
+    out.perfDwarf = {
+      what: '`perf record -e cpu-clock -F 999 --call-graph dwarf,16384 -p PID` against unprofiled',
+      cpu: extra('perf-dwarf', 'none', cpu, seed + 10),
+      wall: extra('perf-dwarf', 'none', wall, seed + 11),
+      perfProcessShareOfMainCpu: sum(mine.map((r) => r.perfCpuMs)) / sum(mine.map((r) => r.cpuMs))
+    }
+    out.kflameVsPerfDwarf = { what: 'kflame (stackBytes 16384) against perf copying the same 16 KiB, same run', cpu: extra('sb-16384', 'perf-dwarf', cpu, seed + 12), wall: extra('sb-16384', 'perf-dwarf', wall, seed + 13) }
   }
   if (hookPairs.length) {
     const ratios = hookPairs.map((p) => (p.with.cpuMs / p.with.units) / (p.without.cpuMs / p.without.units) - 1)
@@ -203,6 +220,10 @@ function readmeTables (r) {
   if (a.perf) {
     out.push(`| **floor: perf record -F 999 -g** (vs unprofiled) | ${ci(a.perf.cpu)} | - | wall ${ci(a.perf.wall)}; perf's own process ${pct(a.perf.perfProcessShareOfMainCpu, 2)} of the main thread's CPU |`)
     out.push(`| kflame against perf, same run | ${ci(a.kflameVsPerf.cpu)} | - | stackBytes 0 against perf: ${ci(a.sb0VsPerf.cpu)} |`)
+  }
+  if (a.perfDwarf) {
+    out.push(`| perf copying the same 16 KiB: perf record -F 999 --call-graph dwarf,16384 (vs unprofiled) | ${ci(a.perfDwarf.cpu)} | - | wall ${ci(a.perfDwarf.wall)}; perf's own process ${pct(a.perfDwarf.perfProcessShareOfMainCpu, 2)} of the main thread's CPU; JS thread preempted ${num(a.contention['perf-dwarf'], 1)}/s |`)
+    out.push(`| kflame against perf with the same copy, same run | ${ci(a.kflameVsPerfDwarf.cpu)} | - | wall ${ci(a.kflameVsPerfDwarf.wall)} |`)
   }
   return out
 }

@@ -287,13 +287,16 @@ function ensure0x ({ install = true } = {}) {
 // ack waited for: its start-up never falls inside a measured window.
 // Disabled, its events stay on the threads (their context-switch hook
 // included). null when perf cannot record here (perfCheck()).
-function startPerf ({ pid, hz }) {
+// `callGraph`: perf's --call-graph value ('fp', the default: what -g asks
+// for; 'dwarf,16384': registers and a copy of the top of the user stack
+// per sample, as kflame's stackBytes).
+function startPerf ({ pid, hz, callGraph = 'fp' }) {
   if (!perfCheck().ok) return null
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-perf-'))
   const ctl = path.join(dir, 'ctl')
   const ack = path.join(dir, 'ack')
   spawnSync('mkfifo', [ctl, ack])
-  const perf = spawn(PERF, ['record', '-q', '-e', 'cpu-clock', '-F', String(hz), '-g', '-D', '-1',
+  const perf = spawn(PERF, ['record', '-q', '-e', 'cpu-clock', '-F', String(hz), '--call-graph', callGraph, '-D', '-1',
     '--control', `fifo:${ctl},${ack}`, '-o', path.join(dir, 'perf.data'), '-p', String(pid)], { stdio: 'ignore' })
   // Opening blocks until perf opens its ends: perf is up.
   const ctlFd = fs.openSync(ctl, 'w')

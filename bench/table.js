@@ -75,7 +75,7 @@ const BENCHES = [
   },
   {
     file: 'attribution.json',
-    title: 'Where a sample\'s cost goes, beside `perf record -F 999 -g`',
+    title: 'Where a sample\'s cost goes, beside `perf record -F 999 -g` and perf copying the same stacks (`--call-graph dwarf,16384`)',
     script: 'bench/attribution.js',
     about: (r) => `${r.quick ? 'quick run, ' : ''}${r.rounds} rounds of windows alternating in one process, seeded random order; ` +
       'perf enabled and disabled around its windows through its control fifo; the hook row from separate processes',
