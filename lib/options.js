@@ -228,5 +228,5 @@ function defaultPerfMapPath () {
 
 module.exports = {
   checkStartOptions, takeOptions, checkInteger, fromText, defaultPerfMapPath,
-  DEFAULTS, EVENTS, MODES, PERF_SCOPES, WHATS, TIMELINE_DEFAULT
+  DEFAULTS, EVENTS, MODES, PERF_SCOPES, WHATS, TIMELINE_DEFAULT, MAX_STACK_BYTES
 }

@@ -17,6 +17,7 @@ const { parseLine } = require('./foldedtext')
 const { applyLabels } = require('./labels')
 const output = require('./output')
 const { invalid } = require('./errors')
+const { MAX_STACK_BYTES } = require('./options')
 const { dirname } = require('node:path')
 const { writeFileSafe, checkPath, ensureDir } = require('./safefile')
 
@@ -214,6 +215,16 @@ function warningsFor (raw, labels, workers) {
   }
   if (raw.lost > 0) {
     warnings.push(`${raw.lost} samples were lost because a ring buffer filled up: lower hz or raise ringPages`)
+  }
+  // JS compiled before kflame turned V8's flag on is named from the stack
+  // copy; a frame of it deeper than the copy stays "(interpreted)".
+  if (raw.stackBytes > 0 && raw.stackCopiesShort > 0.01 * raw.samples) {
+    const share = (100 * raw.stackCopiesShort / raw.samples).toFixed(1)
+    const deeper = Math.min(2 * raw.stackBytes, MAX_STACK_BYTES)
+    warnings.push(`${raw.stackCopiesShort} samples (${share}%) had JS frames deeper than their ${raw.stackBytes}-byte ` +
+      'stack copy, left (interpreted)_[j]: ' + (raw.stackBytes < MAX_STACK_BYTES
+      ? `start({ stackBytes: ${deeper} }) reaches deeper, at more cost per sample`
+      : 'this is the largest copy; requiring kflame earlier (node -r kflame/register) leaves fewer such frames'))
   }
   if (raw.corrupt > 0) warnings.push(`${raw.corrupt} malformed ring records were skipped`)
   if (raw.noMemory > 0) warnings.push(`${raw.noMemory} samples were dropped: out of memory`)

@@ -11,6 +11,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { Worker } = require('node:worker_threads')
+const { spawnSync } = require('node:child_process')
 const kflame = require('..')
 const { parseFolded, total, runFixture } = require('./helpers')
 
@@ -76,6 +77,34 @@ t.test('a loop replaced on the stack before the first start() is named, not [jit
   t.ok(unnamed <= 0.01 * total(js), `[jit] frames in ${unnamed} of ${total(js)}`)
   const d = r.stats.details
   t.ok(d.unreportedNamed > 0, `${d.unreportedNamed} frames of unreported code named (${d.unreportedUnnamed} not)`)
+})
+
+// Interpreted functions compiled before kflame, recursing deeper than a
+// small stack copy reaches: the frames past it stay (interpreted), and the
+// profile says so, with the option that reaches them.
+const DEEP_EARLY = `
+function down (n, m) { if (n === 0) { let s = 0; for (let i = 0; i < m; i++) s = (s + i * 7) % 1000003; return s } return down(n - 1, m) + 1 }
+down(5, 10)
+const kflame = require('.')
+const run = (stackBytes) => {
+  kflame.start({ hz: 999, stackBytes })
+  const end = performance.now() + 300
+  while (performance.now() < end) down(60, 3000)
+  const s = kflame.stop().stats
+  return { short: s.details.stackCopiesShort, samples: s.samples, warnings: s.warnings }
+}
+process.stdout.write(JSON.stringify({ small: run(1024), large: run(32768) }))
+`
+
+t.test('frames deeper than the stack copy: counted, and a warning names the option', async (t) => {
+  const r = spawnSync(process.execPath, [...INTERP, '-e', DEEP_EARLY], { cwd: path.join(__dirname, '..'), encoding: 'utf8' })
+  t.equal(r.status, 0, r.stderr)
+  const { small, large } = JSON.parse(r.stdout)
+  const warned = (x) => x.warnings.find((w) => /deeper than their \d+-byte stack copy/.test(w))
+  t.ok(small.short > 0.5 * small.samples, `1 KiB: ${small.short} of ${small.samples} samples short`)
+  t.match(warned(small), /stack copy, left \(interpreted\)_\[j\]: start\(\{ stackBytes: 2048 \}\) reaches deeper/)
+  t.ok(large.short <= 0.01 * large.samples, `32 KiB: ${large.short} of ${large.samples} short`)
+  t.notOk(warned(large), 'no warning when the copy reaches')
 })
 
 t.test('stackBytes: 0 reads no stack, and bad values are refused', async (t) => {
