@@ -49,6 +49,11 @@ const KINDS = [
   // Off-CPU alone, bounded: what the switch events add to a CPU profile.
   { kind: 'offcpu-r200', options: { what: 'offcpu', maxSwitchRate: 200 } },
   { kind: 'offcpu-r100', options: { what: 'offcpu', maxSwitchRate: 100 } },
+  // Nearly no stacks: what the switch events and the switch-in stamps cost
+  // by themselves, at every switch.
+  { kind: 'offcpu-r10', options: { what: 'offcpu', maxSwitchRate: 10 } },
+  // Bounded, without the user-stack copy: what the copy adds to a stack.
+  { kind: 'offcpu-r200-nocopy', options: { what: 'offcpu', maxSwitchRate: 200, stackBytes: 0 } },
   // Off-CPU per thread forced (as for any user but root): a per-thread
   // event costs its thread at every switch.
   { kind: 'both-99-r200-threads', options: { hz: 99, what: 'both', maxSwitchRate: 200, perfScope: 'threads' } },

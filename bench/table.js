@@ -133,6 +133,30 @@ const BENCHES = [
     tables: (r) => require('./offcpu').readmeTables(r)
   },
   {
+    file: 'offcpu-long.json',
+    title: 'An HTTP server under load: bounded off-CPU sampling, a long run',
+    script: 'bench/offcpu.js --kinds none,offcpu-r200,both-99-r200 --rounds 300',
+    about: (r) => `as above, ${r.rounds} rounds of ${r.windowMs / 1000} s windows, only the bounded kinds beside the ` +
+      'unprofiled one, so that many rounds narrow the interval the VM\'s scatter leaves wide',
+    tables: (r) => require('./offcpu').readmeTables(r)
+  },
+  {
+    file: 'offcpu-r10.json',
+    title: 'An HTTP server under load: bounded off-CPU sampling with nearly no stacks',
+    script: 'bench/offcpu.js --kinds none,offcpu-r200,offcpu-r10 --rounds 100',
+    about: (r) => `as above, ${r.rounds} rounds of ${r.windowMs / 1000} s windows; maxSwitchRate 10 leaves what every ` +
+      'switch pays (the switch events, the switch-in stamps) with almost no stacks',
+    tables: (r) => require('./offcpu').readmeTables(r)
+  },
+  {
+    file: 'offcpu-nocopy.json',
+    title: 'An HTTP server under load: bounded off-CPU sampling without the stack copy',
+    script: 'bench/offcpu.js --kinds none,offcpu-r200,offcpu-r200-nocopy --rounds 100',
+    about: (r) => `as above, ${r.rounds} rounds of ${r.windowMs / 1000} s windows; stackBytes 0 on one bounded kind: ` +
+      'what the 16 KiB copy adds to each switched-out stack',
+    tables: (r) => require('./offcpu').readmeTables(r)
+  },
+  {
     file: 'offcpu-attributed.json',
     title: 'An HTTP server under load: bounded off-CPU sampling, direct and attributed',
     script: 'bench/offcpu.js --kinds none,cpu-99,both-99,offcpu-r100,offcpu-r200,both-99-r100,both-99-r200 --rounds 50',
