@@ -165,26 +165,22 @@ function rows (runs, kinds, hookPairs, seed) {
     perf: kinds.includes('perf') ? perSec('perf', 'preempted') : null,
     'perf-dwarf': kinds.includes('perf-dwarf') ? perSec('perf-dwarf', 'preempted') : null
   }
+  // A perf kind against unprofiled, its own process's CPU, and kflame against it.
+  const peer = (kind, what, versus, s) => ({
+    peer: {
+      what: `\`perf record -e cpu-clock -F 999 ${what} -p PID\` against unprofiled`,
+      cpu: extra(kind, 'none', cpu, s),
+      wall: extra(kind, 'none', wall, s + 1),
+      perfProcessShareOfMainCpu: sum(of(kind).map((r) => r.perfCpuMs)) / sum(of(kind).map((r) => r.cpuMs))
+    },
+    kflame: { what: `kflame (stackBytes 16384) against ${versus}, same run`, cpu: extra('sb-16384', kind, cpu, s + 2), wall: extra('sb-16384', kind, wall, s + 3) }
+  })
   if (kinds.includes('perf')) {
-    const mine = of('perf')
-    out.perf = {
-      what: '`perf record -e cpu-clock -F 999 -g -p PID` against unprofiled',
-      cpu: extra('perf', 'none', cpu, seed + 4),
-      wall: extra('perf', 'none', wall, seed + 5),
-      perfProcessShareOfMainCpu: sum(mine.map((r) => r.perfCpuMs)) / sum(mine.map((r) => r.cpuMs))
-    }
-    out.kflameVsPerf = { what: 'kflame (stackBytes 16384) against perf, same run', cpu: extra('sb-16384', 'perf', cpu, seed + 6), wall: extra('sb-16384', 'perf', wall, seed + 7) }
+    ({ peer: out.perf, kflame: out.kflameVsPerf } = peer('perf', '-g', 'perf', seed + 4))
     out.sb0VsPerf = { what: 'kflame (stackBytes 0) against perf, same run', cpu: extra('sb-0', 'perf', cpu, seed + 8) }
   }
   if (kinds.includes('perf-dwarf')) {
-    const mine = of('perf-dwarf')
-    out.perfDwarf = {
-      what: '`perf record -e cpu-clock -F 999 --call-graph dwarf,16384 -p PID` against unprofiled',
-      cpu: extra('perf-dwarf', 'none', cpu, seed + 10),
-      wall: extra('perf-dwarf', 'none', wall, seed + 11),
-      perfProcessShareOfMainCpu: sum(mine.map((r) => r.perfCpuMs)) / sum(mine.map((r) => r.cpuMs))
-    }
-    out.kflameVsPerfDwarf = { what: 'kflame (stackBytes 16384) against perf copying the same 16 KiB, same run', cpu: extra('sb-16384', 'perf-dwarf', cpu, seed + 12), wall: extra('sb-16384', 'perf-dwarf', wall, seed + 13) }
+    ({ peer: out.perfDwarf, kflame: out.kflameVsPerfDwarf } = peer('perf-dwarf', '--call-graph dwarf,16384', 'perf copying the same 16 KiB', seed + 10))
   }
   if (hookPairs.length) {
     const ratios = hookPairs.map((p) => (p.with.cpuMs / p.with.units) / (p.without.cpuMs / p.without.units) - 1)
