@@ -628,9 +628,10 @@ static int existing_regexp_frame(kf_jitframes_t *j, frame_walk_t *w, uint32_t k,
   size_t n = 0;
   if (k > 0 && frame_at(j, w, k)) fps[n++] = j->fps[k];
   if (k == 0 && w->stack) {
-    if (leaf_frame_pointer(j, time, w->stack, &fps[n])) n++;
-    fps[n++] = w->stack->sp - 8;
-    fps[n++] = w->stack->sp;
+    uint64_t sp = w->stack->sp, found = 0;
+    if (leaf_frame_pointer(j, time, w->stack, &found)) fps[n++] = found;
+    if (found != sp - 8) fps[n++] = sp - 8; /* each position read once */
+    if (found != sp) fps[n++] = sp;
   }
   int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) rc = regexp_frame(j, w->stack, fps[i], token);

@@ -32,21 +32,22 @@ int kf_v8regexp_layout_load(kf_v8regexp_layout_t *out) {
   if (kf_v8heap_constant("v8dbg_class_SeqTwoByteString__chars__char", &two_byte_chars) ||
       two_byte_chars != out->seq_chars)
     return -1;
+  /* RegExpData (V8 13): read only where its source is exported */
   static const char *const data_types[3] = {
       "v8dbg_type_RegExpData__REG_EXP_DATA_TYPE",
       "v8dbg_type_IrRegExpData__IR_REG_EXP_DATA_TYPE",
       "v8dbg_type_AtomRegExpData__ATOM_REG_EXP_DATA_TYPE"};
-  for (int i = 0; i < 3; i++)
-    if (kf_v8heap_constant(data_types[i], &out->data_types[i])) out->data_types[i] = -1;
-  long wrapper;
+  out->data_source = out->data_flags = -1;
+  for (int i = 0; i < 3; i++) out->data_types[i] = -1;
   if (kf_v8heap_constant("v8dbg_class_RegExpData__source__Tagged_String_", &out->data_source)) {
     out->data_source = -1;
-    for (int i = 0; i < 3; i++) out->data_types[i] = -1;
+    return 0;
   }
+  for (int i = 0; i < 3; i++)
+    if (kf_v8heap_constant(data_types[i], &out->data_types[i])) out->data_types[i] = -1;
   /* flags: the Smi between source and wrapper, as regexp-data.tq has it */
-  out->data_flags = -1;
-  if (out->data_source > 0 &&
-      kf_v8heap_constant("v8dbg_class_RegExpData__wrapper__Tagged_RegExpDataWrapper_", &wrapper) == 0 &&
+  long wrapper;
+  if (kf_v8heap_constant("v8dbg_class_RegExpData__wrapper__Tagged_RegExpDataWrapper_", &wrapper) == 0 &&
       wrapper == out->data_source + 16)
     out->data_flags = out->data_source + 8;
   return 0;
