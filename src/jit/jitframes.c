@@ -616,22 +616,25 @@ static int unreported_frame(kf_jitframes_t *j, frame_walk_t *w, uint32_t k,
 /* Frame k of RegExp code V8 reported without its expression, named by
  * regexp_frame. At the leaf, also in its prologue or epilogue, when its
  * argument is already (or still) on the stack: where leaf_frame_pointer
- * finds the frame, or, when that holds no expression, at the two frame
- * pointers the prologue makes (sp - 8, then sp once rbp is pushed). V8's
- * runtime calls RegExp code from C++, whose return address the code map
- * does not know, so a prologue called from there passes for a built
- * frame. Returns 1, 0 when not named (left KF_JITNAME_REGEXP_EXISTING),
- * or -ENOMEM. */
+ * finds the frame, or, when that holds no expression, at bp and at the
+ * two frame pointers the prologue makes (sp - 8, then sp once rbp is
+ * pushed). Either test can be misled: V8's runtime calls RegExp code from
+ * C++, whose return address the code map does not know, so a prologue
+ * called from there passes for a built frame; and RegExp code calls its
+ * own subroutines, so a built frame can have a return address into code
+ * at sp and pass for a prologue. Returns 1, 0 when not named (left
+ * KF_JITNAME_REGEXP_EXISTING), or -ENOMEM. */
 static int existing_regexp_frame(kf_jitframes_t *j, frame_walk_t *w, uint32_t k,
                                  uint64_t time, uint64_t *token) {
-  uint64_t fps[3];
+  uint64_t fps[4];
   size_t n = 0;
   if (k > 0 && frame_at(j, w, k)) fps[n++] = j->fps[k];
   if (k == 0 && w->stack) {
-    uint64_t sp = w->stack->sp, found = 0;
+    uint64_t found = 0;
     if (leaf_frame_pointer(j, time, w->stack, &found)) fps[n++] = found;
-    if (found != sp - 8) fps[n++] = sp - 8; /* each position read once */
-    if (found != sp) fps[n++] = sp;
+    const uint64_t others[] = {w->stack->bp, w->stack->sp - 8, w->stack->sp};
+    for (size_t i = 0; i < 3; i++) /* each position read once */
+      if (others[i] != found) fps[n++] = others[i];
   }
   int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) rc = regexp_frame(j, w->stack, fps[i], token);

@@ -525,6 +525,12 @@ static void existing_regexps_named(void) {
   uint64_t leaf[] = {U, REGEXP_CODE + 0x10, 0x7000};
   CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
   CHECK_STR(name_of(j, out[1]), "RegExp:/ab+c/_[j]");
+  /* Built, inside one of its own subroutines: a return address into the
+   * RegExp code itself at sp, which passes for a prologue's. */
+  put(&f, SP, REGEXP_CODE + 0x41);
+  CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
+  CHECK_STR(name_of(j, out[1]), "RegExp:/ab+c/_[j]");
+  put(&f, SP, 0x12340009);
   /* Deeper: RegExp code calling a C helper (a case-insensitive compare). */
   uint64_t deep[] = {U, 0x7100, REGEXP_CODE + 0x20, 0x7000};
   frame(&f, SP + 0x40, SP + 0x100, REGEXP_CODE + 0x20);
@@ -532,7 +538,7 @@ static void existing_regexps_named(void) {
   put(&f, SP + 0x100 + 32, regexp);
   CHECK(kf_jitframes_resolve(j, 5, deep, 4, &f.s, out) == 4);
   CHECK_STR(name_of(j, out[2]), "RegExp:/ab+c/_[j]");
-  CHECK_EQ_U64(kf_jitframes_stats(j)->regexp_named, 2);
+  CHECK_EQ_U64(kf_jitframes_stats(j)->regexp_named, 3);
 
   /* In its prologue, called from a builtin (RegExpExecInternal): the
    * return address at sp, the
@@ -590,7 +596,7 @@ static void existing_regexps_named(void) {
   fake_holder(&src, 13, 16, fake_string(&stale_src, 8, "thin", 4));
   CHECK(kf_jitframes_resolve(j, 5, leaf, 3, &f.s, out) == 3);
   CHECK_STR(name_of(j, out[1]), "RegExp:/thin/_[j]");
-  CHECK_EQ_U64(kf_jitframes_stats(j)->regexp_named, 9);
+  CHECK_EQ_U64(kf_jitframes_stats(j)->regexp_named, 10);
 
   /* A source too long for a name is cut at a character's end. */
   char text[KF_V8REGEXP_SOURCE_MAX + 1], source[KF_V8REGEXP_SOURCE_MAX + 1], flags[16];
