@@ -111,9 +111,10 @@ for (const mode of ['perf', 'timer']) {
     t.ok(on.sortSamples > 200, `${on.sortSamples} samples in the sort`)
     // Timer mode loses a few more: a thread's samples from before its stack
     // is located, and again each time the main thread's stack grows deeper
-    // than the collector has seen it, hold only the leaf (97-99.9% here,
-    // less when the machine is busy and the collector slow to look).
-    const goal = mode === 'perf' ? 0.99 : 0.95
+    // than the collector has seen it, hold only the leaf (99.2-100% here
+    // with both cores busy, 2026-11-27; 93-94% before a leaf holding 0 in
+    // rbp, in glibc's sort, stopped passing for a whole chain).
+    const goal = mode === 'perf' ? 0.99 : 0.97
     t.ok(on.root >= goal, `thread root: ${says}`)
     t.ok(on.caller >= goal, `caller: ${says}`)
     t.ok(on.unknown < 0.005, `[unknown]: ${says}`)

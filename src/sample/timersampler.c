@@ -191,7 +191,10 @@ static void take_sample(kf_timer_t *t, slot_t *s, uint64_t periods,
    * [sp, hi) and each one must be above the last. */
   for (uint64_t fp = bp; walkable && nr < KF_TIMER_MAX_FRAMES;) {
     if (fp < chain_end || (fp & 7) != 0 || fp > hi - 16) {
-      whole_chain = fp == 0;
+      /* A thread's first frame links to 0. A leaf without a frame pointer
+       * (glibc's memmove) may hold 0 in bp for its own use: a chain of the
+       * leaf alone is never taken for a whole one. */
+      whole_chain = fp == 0 && nr > 2;
       break;
     }
     uint64_t next = stack_word(fp), ret = stack_word(fp + 8);
