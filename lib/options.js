@@ -116,6 +116,7 @@ function checkInteger (fn, name, value, [min, max], unit = '') {
 // The start options written as text, and how each reads.
 const TEXT_OPTIONS = {
   hz: { min: 1 }, // to `max`, by default kernel.perf_event_max_sample_rate
+  maxSwitchRate: { min: 0 }, // to kernel.perf_event_max_sample_rate
   mode: { choices: MODES },
   perfScope: { choices: PERF_SCOPES },
   what: { choices: WHATS },
@@ -125,8 +126,8 @@ const TEXT_OPTIONS = {
 /**
  * A start option written as text -> { value }, or why it is not one, for
  * the caller to word:
- *   { fail: 'form' }            hz: not a whole number
- *   { fail: 'range', min, max } hz: a whole number outside [min, max]
+ *   { fail: 'form' }            hz, maxSwitchRate: not a whole number
+ *   { fail: 'range', min, max } hz, maxSwitchRate: a whole number outside [min, max]
  *   { fail: 'choice', choices } not one of the choices
  * `max` bounds hz instead of the kernel's bound (the endpoints' maxHz).
  */

@@ -13,6 +13,9 @@
 //                  thread (default auto); threads: always per thread
 //   KFLAME_WHAT    cpu|offcpu|both: CPU time, off-CPU time or both (default
 //                  cpu; off-CPU needs perf events with kernel context)
+//   KFLAME_MAX_SWITCH_RATE  off-CPU stacks per second at most, per thread
+//                  (per CPU with CPU-wide events); 0, the default: every
+//                  context switch (start()'s maxSwitchRate)
 //   KFLAME_SOURCE_MAPS=1  JS frames named after their source maps (also
 //                  the default under node --enable-source-maps)
 //   KFLAME_OUT     a file (its extension picks the format) or a directory
@@ -58,16 +61,23 @@ function envValue (env, name) {
   return v === undefined || v === '' ? undefined : v
 }
 
-function parseHz (value) {
-  if (value === undefined) return DEFAULTS.hz
-  const read = fromText('hz', value.trim())
+// KFLAME_HZ and KFLAME_MAX_SWITCH_RATE: a whole number within their start
+// option's range; what to set it to, and what unset means.
+const NUMBER_VARS = {
+  hz: ['KFLAME_HZ', `the samples per second, e.g. KFLAME_HZ=${DEFAULTS.hz} (the default)`, `(default ${DEFAULTS.hz})`],
+  maxSwitchRate: ['KFLAME_MAX_SWITCH_RATE', 'the off-CPU stacks per second at most, e.g. 200, or to 0', '(every context switch)']
+}
+
+function parseNumber (name, value) {
+  if (value === undefined) return DEFAULTS[name]
+  const [variable, example, unset] = NUMBER_VARS[name]
+  const read = fromText(name, value.trim())
   if (read.fail === 'form') {
-    throw configError(`KFLAME_HZ=${JSON.stringify(value)} is not a whole number: ` +
-      `set it to the samples per second, e.g. KFLAME_HZ=${DEFAULTS.hz} (the default)`)
+    throw configError(`${variable}=${JSON.stringify(value)} is not a whole number: set it to ${example}, or unset it ${unset}`)
   }
   if (read.fail) {
-    throw configError(`KFLAME_HZ=${value} is out of range: hz must be from ${read.min} to ${read.max} ` +
-      `(kernel.perf_event_max_sample_rate); set it in that range or unset it (default ${DEFAULTS.hz})`)
+    throw configError(`${variable}=${value} is out of range: ${name} must be from ${read.min} to ${read.max} ` +
+      `(kernel.perf_event_max_sample_rate); set it in that range or unset it ${unset}`)
   }
   return read.value
 }
@@ -224,7 +234,7 @@ function readContinuous (env, { cwd = process.cwd() } = {}) {
 
 // The whole configuration, or a KFLAME_ERR_CONFIG.
 function readConfig (env, where = {}) {
-  const hz = parseHz(envValue(env, 'KFLAME_HZ'))
+  const hz = parseNumber('hz', envValue(env, 'KFLAME_HZ'))
   const mode = parseChoice('mode', envValue(env, 'KFLAME_MODE'))
   const what = parseChoice('what', envValue(env, 'KFLAME_WHAT'))
   const perfScope = parseChoice('perfScope', envValue(env, 'KFLAME_PERF_SCOPE')) || 'auto'
@@ -232,11 +242,12 @@ function readConfig (env, where = {}) {
     throw configError(`KFLAME_WHAT=${what} needs perf events, and KFLAME_MODE=timer counts CPU time only: ` +
       'unset one of them')
   }
+  const maxSwitchRate = parseNumber('maxSwitchRate', envValue(env, 'KFLAME_MAX_SWITCH_RATE'))
   parseSourceMaps(envValue(env, 'KFLAME_SOURCE_MAPS'))
   const continuous = readContinuous(env, where)
   const out = continuous ? { file: null, format: continuous.format, childOut: env.KFLAME_OUT } : resolveOutput(env, where)
   const quiet = /^(1|true|yes)$/i.test(env.KFLAME_QUIET || '')
-  return { hz, mode, perfScope, what, quiet, continuous, ...out }
+  return { hz, mode, perfScope, what, maxSwitchRate, quiet, continuous, ...out }
 }
 
 // `node --test` spawns one child per test file (with our --require, and
@@ -324,7 +335,7 @@ function install ({ env = process.env } = {}) {
     // The whole API loads, as the app's own require would; the start arms
     // V8's code-event hook and workers'.
     require('./index')
-    id = require('./session').start({ hz: config.hz, mode: config.mode, perfScope: config.perfScope, what: config.what }, { owner: 'register' })
+    id = require('./session').start({ hz: config.hz, mode: config.mode, perfScope: config.perfScope, what: config.what, maxSwitchRate: config.maxSwitchRate }, { owner: 'register' })
   } catch (err) {
     // Never break the app: no sampler allowed, or no addon for this node.
     stderrLine(`not profiling this process (pid ${process.pid}): ${err.message}`)
@@ -399,7 +410,7 @@ function install ({ env = process.env } = {}) {
 function installContinuous (config) {
   let c
   try {
-    c = require('./index').continuous({ ...config.continuous, hz: config.hz, mode: config.mode, perfScope: config.perfScope, what: config.what })
+    c = require('./index').continuous({ ...config.continuous, hz: config.hz, mode: config.mode, perfScope: config.perfScope, what: config.what, maxSwitchRate: config.maxSwitchRate })
   } catch (err) {
     stderrLine(`not profiling this process (pid ${process.pid}): ${err.message}`)
     return false
@@ -430,7 +441,6 @@ module.exports = {
   readConfig,
   readContinuous,
   resolveOutput,
-  parseHz,
   parseFormat,
   withPidPattern,
   isTestOrchestrator,

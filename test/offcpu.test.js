@@ -169,7 +169,7 @@ const { spawnSync } = require('node:child_process')
 const { request, close } = require('./fixtures/http-client')
 const SLEEPER = 'const c = new Int32Array(new SharedArrayBuffer(4)); function napInScript () { Atomics.wait(c, 0, 0, 300) } napInScript()'
 
-t.test('/start?what=both&sourceMaps=1, and bad values refused', { skip: !kernelAllowed() && 'off-CPU needs kernel context' }, async (t) => {
+t.test('/start?what=offcpu&maxSwitchRate=50, /start?what=both&sourceMaps=1, and bad values refused', { skip: !kernelAllowed() && 'off-CPU needs kernel context' }, async (t) => {
   const server = await kflame.listen({ port: 0 })
   t.teardown(() => close(server))
   const { port } = server.address()
@@ -178,9 +178,20 @@ t.test('/start?what=both&sourceMaps=1, and bad values refused', { skip: !kernelA
   t.equal(r.json().code, 'KFLAME_ERR_HTTP_BAD_PARAM')
   r = await request(port, 'POST', '/start?sourceMaps=maybe')
   t.equal(r.status, 400)
+  for (const rate of ['-1', '1.5', '0x10', '99999999']) {
+    r = await request(port, 'POST', `/start?what=offcpu&maxSwitchRate=${rate}`)
+    t.equal(r.status, 400, `maxSwitchRate=${rate}`)
+    t.match(r.json().error, /maxSwitchRate must be an integer from 0 \(every switch\) to/)
+  }
   r = await request(port, 'POST', '/start?what=offcpu&mode=timer')
   t.equal(r.status, 400)
   t.equal(r.json().code, 'KFLAME_ERR_OFFCPU_TIMER')
+  r = await request(port, 'POST', '/start?what=offcpu&maxSwitchRate=50')
+  t.equal(r.status, 200)
+  r = await request(port, 'GET', '/status')
+  t.equal(r.json().maxSwitchRate, 50, 'the bound reaches the session')
+  r = await request(port, 'POST', '/stop?format=folded')
+  t.equal(r.status, 200)
   r = await request(port, 'POST', '/start?what=both&sourceMaps=1')
   t.equal(r.status, 200)
   await new Promise((resolve) => setTimeout(resolve, 300))
@@ -189,7 +200,7 @@ t.test('/start?what=both&sourceMaps=1, and bad values refused', { skip: !kernelA
   t.match(r.text, /^main;\(idle\);/m, 'the event loop waiting for the request is (idle)')
 })
 
-t.test('kflame/register (KFLAME_WHAT) and kflame --what', { skip: !kernelAllowed() && 'off-CPU needs kernel context' }, async (t) => {
+t.test('kflame/register (KFLAME_WHAT, KFLAME_MAX_SWITCH_RATE) and kflame --what, --max-switch-rate', { skip: !kernelAllowed() && 'off-CPU needs kernel context' }, async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kflame-offcpu-'))
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
   const out = path.join(dir, 'reg.folded')
@@ -217,6 +228,25 @@ t.test('kflame/register (KFLAME_WHAT) and kflame --what', { skip: !kernelAllowed
   })
   t.equal(r.status, 2)
   t.match(r.stderr, /KFLAME_WHAT="often"/)
+  // The bound reaches the session, from the environment and from the flag.
+  const status = `console.log(JSON.stringify(require(${JSON.stringify(path.join(__dirname, '..', 'lib', 'session.js'))}).status()))`
+  r = spawnSync(process.execPath, ['-r', path.join(__dirname, '..', 'register.js'), '-e', status], {
+    env: { ...process.env, NODE_OPTIONS: '', KFLAME_WHAT: 'offcpu', KFLAME_MAX_SWITCH_RATE: '50', KFLAME_OUT: out, KFLAME_QUIET: '1' }, encoding: 'utf8'
+  })
+  t.equal(r.status, 0, r.stderr)
+  t.match(JSON.parse(r.stdout), { owner: 'register', what: 'offcpu', maxSwitchRate: 50 })
+  r = spawnSync(process.execPath, ['-r', path.join(__dirname, '..', 'register.js'), '-e', '1'], {
+    env: { ...process.env, KFLAME_MAX_SWITCH_RATE: 'some', KFLAME_OUT: out }, encoding: 'utf8'
+  })
+  t.equal(r.status, 2)
+  t.match(r.stderr, /KFLAME_MAX_SWITCH_RATE="some" is not a whole number/)
+  r = spawnSync(process.execPath, [path.join(__dirname, '..', 'bin', 'kflame.js'), '--what', 'offcpu', '--max-switch-rate', '70',
+    '-o', path.join(dir, 'rate.folded'), process.execPath, '-e', status], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } })
+  t.equal(r.status, 0, r.stderr)
+  t.match(JSON.parse(r.stdout), { what: 'offcpu', maxSwitchRate: 70 })
+  r = spawnSync(process.execPath, [path.join(__dirname, '..', 'bin', 'kflame.js'), '--max-switch-rate', 'lots', process.execPath, '-e', '1'], { encoding: 'utf8' })
+  t.equal(r.status, 2)
+  t.match(r.stderr, /--max-switch-rate must be a whole number/)
   const cliOut = path.join(dir, 'cli.folded')
   r = spawnSync(process.execPath, [path.join(__dirname, '..', 'bin', 'kflame.js'), '--what', 'both', '--source-maps',
     '-o', cliOut, process.execPath, '-e', SLEEPER], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } })

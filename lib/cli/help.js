@@ -20,6 +20,10 @@ Options:
                      else per-thread CPU-time timers; also KFLAME_MODE)
       --what W       cpu|offcpu|both: CPU time, time off CPU (waiting), or
                      both (default cpu; also KFLAME_WHAT)
+      --max-switch-rate N  off-CPU stacks per second at most, per thread (per
+                     CPU with CPU-wide events); default 0: every context
+                     switch, which a busy server pays dearly for (also
+                     KFLAME_MAX_SWITCH_RATE)
       --source-maps  name JS frames after their source maps (TypeScript,
                      bundles; also KFLAME_SOURCE_MAPS=1, or node's
                      --enable-source-maps)

@@ -24,6 +24,7 @@ const SPEC = {
   hz: { type: 'string' },
   mode: { type: 'string' },
   what: { type: 'string' },
+  'max-switch-rate': { type: 'string' },
   'source-maps': { type: 'boolean' },
   title: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
@@ -45,14 +46,15 @@ function nodeOptionsWith (existing, register = REGISTER) {
   return existing && existing.trim() !== '' ? `${existing} ${ours}` : ours
 }
 
-// --hz, --mode, --what: start options as text (lib/options.js reads them).
-function checkFlag (name, value) {
+// --hz, --mode, --what, --max-switch-rate: start options as text
+// (lib/options.js reads them).
+function checkFlag (name, value, flag = name) {
   const read = fromText(name, value)
-  if (read.fail === 'form') throw usageError(`--${name} must be a whole number of samples per second, got "${value}"`)
+  if (read.fail === 'form') throw usageError(`--${flag} must be a whole number of ${name === 'hz' ? 'samples' : 'off-CPU stacks'} per second, got "${value}"`)
   if (read.fail === 'range') {
-    throw usageError(`--${name} must be from ${read.min} to ${read.max} (kernel.perf_event_max_sample_rate), got ${value}`)
+    throw usageError(`--${flag} must be from ${read.min} to ${read.max} (kernel.perf_event_max_sample_rate), got ${value}`)
   }
-  if (read.fail) throw usageError(`--${name} must be one of ${read.choices.join(', ')}, got "${value}"`)
+  if (read.fail) throw usageError(`--${flag} must be one of ${read.choices.join(', ')}, got "${value}"`)
   return read.value
 }
 
@@ -106,6 +108,9 @@ async function run (argv) {
     KFLAME_HZ: String(hz), // always: an inherited one was not checked here
     KFLAME_MODE: values.mode === undefined ? (process.env.KFLAME_MODE || '') : checkFlag('mode', values.mode),
     KFLAME_WHAT: values.what === undefined ? (process.env.KFLAME_WHAT || '') : checkFlag('what', values.what),
+    KFLAME_MAX_SWITCH_RATE: values['max-switch-rate'] === undefined
+      ? (process.env.KFLAME_MAX_SWITCH_RATE || '')
+      : String(checkFlag('maxSwitchRate', values['max-switch-rate'], 'max-switch-rate')),
     KFLAME_SOURCE_MAPS: values['source-maps'] ? '1' : (process.env.KFLAME_SOURCE_MAPS || ''),
     KFLAME_QUIET: '1'
   }

@@ -5,7 +5,7 @@
 // checks who asks (./access), drives the endpoints' profile (./state) and
 // answers in the format asked for (lib/output.js).
 
-const { fromText } = require('../options')
+const { fromText, DEFAULTS } = require('../options')
 const output = require('../output')
 const session = require('../session')
 const { checkAccess } = require('./access')
@@ -19,9 +19,9 @@ const DEFAULT_SECONDS = 30 // /profile, as Go's pprof
 // `curl URL` can drive it; the CSRF that allows is answered by the token,
 // or by the Origin checks of loopback mode.
 const ENDPOINTS = {
-  '/start': { methods: ['GET', 'POST'], params: ['hz', 'mode', 'what', 'sourceMaps'] },
+  '/start': { methods: ['GET', 'POST'], params: ['hz', 'mode', 'what', 'maxSwitchRate', 'sourceMaps'] },
   '/stop': { methods: ['GET', 'POST'], params: ['format'] },
-  '/profile': { methods: ['GET', 'POST'], params: ['seconds', 'hz', 'format', 'mode', 'what', 'sourceMaps'] },
+  '/profile': { methods: ['GET', 'POST'], params: ['seconds', 'hz', 'format', 'mode', 'what', 'maxSwitchRate', 'sourceMaps'] },
   '/status': { methods: ['GET'], params: [] }
 }
 
@@ -30,6 +30,7 @@ const PARAM_MEANS = {
   hz: (config) => `an integer from 1 to ${config.maxHz} (samples per second)`,
   mode: (config, read) => `one of ${read.choices.join(', ')} (the sampler)`,
   what: (config, read) => `one of ${read.choices.join(', ')} (CPU time, off-CPU time, both)`,
+  maxSwitchRate: (config, read) => `an integer from 0 (every switch) to ${read.max ?? 'kernel.perf_event_max_sample_rate'} (off-CPU stacks per second at most)`,
   sourceMaps: () => 'true, false, 1 or 0'
 }
 
@@ -38,7 +39,7 @@ function badParam (message) {
 }
 
 // The query of one endpoint: known names only, each once, within bounds.
-// -> { hz, mode, what, sourceMaps, seconds, format }
+// -> { hz, mode, what, maxSwitchRate, sourceMaps, seconds, format }
 function checkParams (config, endpoint, params) {
   const known = ENDPOINTS[endpoint].params
   const seen = new Set()
@@ -50,11 +51,11 @@ function checkParams (config, endpoint, params) {
     if (seen.has(name)) throw badParam(`query parameter "${name}" is given more than once`)
     seen.add(name)
   }
-  const p = { hz: DEFAULT_HZ, mode: 'auto', seconds: Math.min(DEFAULT_SECONDS, config.maxDuration / 1000), format: 'svg', what: 'cpu', sourceMaps: undefined }
+  const p = { hz: DEFAULT_HZ, mode: 'auto', seconds: Math.min(DEFAULT_SECONDS, config.maxDuration / 1000), format: 'svg', what: 'cpu', maxSwitchRate: DEFAULTS.maxSwitchRate, sourceMaps: undefined }
   for (const name of Object.keys(PARAM_MEANS)) {
     if (!params.has(name)) continue
     const text = params.get(name)
-    const read = fromText(name, text, { max: config.maxHz })
+    const read = fromText(name, text, name === 'hz' ? { max: config.maxHz } : {})
     if (read.fail) throw badParam(`${name} must be ${PARAM_MEANS[name](config, read)}, got ${JSON.stringify(text)}`)
     p[name] = read.value
   }
@@ -189,6 +190,7 @@ function statusEndpoint (config, res) {
     hz: running ? running.hz : null,
     mode: running ? running.mode : null,
     what: running ? running.what : null,
+    maxSwitchRate: running ? running.maxSwitchRate : null,
     event: running ? running.event : null,
     startedAt: own ? iso(own.startedAt) : running ? iso(running.wallStartMs) : null,
     autoStopAt: own && own.via === 'start' ? iso(own.startedAt + own.maxDuration) : null,

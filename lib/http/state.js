@@ -93,12 +93,12 @@ function startError (err) {
 }
 
 // Starts the endpoints' profile: via '/start' or '/profile', with the
-// query's { hz, mode, what, sourceMaps, seconds }.
+// query's { hz, mode, what, maxSwitchRate, sourceMaps, seconds }.
 function begin (config, via, p) {
   checkIdle()
   let id
   try {
-    id = session.start({ hz: p.hz, mode: p.mode, what: p.what, sourceMaps: p.sourceMaps },
+    id = session.start({ hz: p.hz, mode: p.mode, what: p.what, maxSwitchRate: p.maxSwitchRate, sourceMaps: p.sourceMaps },
       { owner: via === 'profile' ? 'http-profile' : 'http' })
   } catch (err) {
     throw startError(err)
