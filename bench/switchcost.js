@@ -8,8 +8,8 @@
 // as the median of per-round differences against the round's run without
 // events, with a bootstrap 95% interval. The reason kflame opens one event
 // per CPU with a BPF filter where it may (src/sample/pidfilter.h), and
-// stamps off-CPU switch-ins with a tracepoint program rather than records
-// (src/sample/switchin.h).
+// samples off-CPU switches with a tracepoint program rather than a software
+// event with records (src/sample/switchin.h).
 //
 //   node bench/switchcost.js [--rounds N] [--json bench/results/switchcost.json]
 
@@ -26,10 +26,9 @@ const KINDS = {
   clock: 'a per-thread `cpu-clock` event at 99 Hz (one per thread and CPU: kflame per thread, `perf record -p`)',
   'clock-any': 'a per-thread `cpu-clock` event on any CPU (`cpu=-1`)',
   percpu: 'one `cpu-clock` event per CPU (`pid=-1`: kflame as root)',
-  'switch-records': 'off-CPU per CPU, switch-ins from records: a context-switch event per CPU (200 samples/s) with a `PERF_RECORD_SWITCH_CPU_WIDE` record per switch',
-  'switch-tracepoint': "off-CPU per CPU, switch-ins from kflame's `sched_switch` tracepoint program instead (`src/sample/switchin.c`, nothing marked)",
-  'switch-events': 'of which the context-switch events per CPU alone (no records, no tracepoint)',
-  tracepoint: 'of which the tracepoint program alone'
+  'switch-records': 'off-CPU per CPU without tracefs: a context-switch event per CPU (200 samples/s) with a `PERF_RECORD_SWITCH_CPU_WIDE` record per switch',
+  'switch-events': 'of which the context-switch events per CPU alone (no records)',
+  'switch-tracepoint': "off-CPU per CPU, kflame's way: a `sched_switch` tracepoint event per CPU, its program (`src/sample/switchin.c`) sampling 200 of this process's switches a second and stamping their switch-ins"
 }
 
 function main () {
@@ -40,7 +39,7 @@ function main () {
   const bin = path.join(dir, 'switchcost')
   const src = path.join(__dirname, '..', 'src')
   const cc = spawnSync('cc', ['-O2', '-pthread', '-I', src, '-o', bin, path.join(__dirname, 'c', 'switchcost.c'),
-    ...['switchin.c', 'bpfring.c', 'bpf.c'].map((f) => path.join(src, 'sample', f))], { encoding: 'utf8' })
+    ...['switchin.c', 'bpfring.c', 'bpf.c', 'pidfilter.c'].map((f) => path.join(src, 'sample', f))], { encoding: 'utf8' })
   if (cc.error || cc.status !== 0) {
     console.log(`switchcost: skipped, cc failed: ${cc.error ? cc.error.message : cc.stderr.trim().split('\n')[0]}`)
     return

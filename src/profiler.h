@@ -78,8 +78,9 @@ typedef struct kf_profile_stats {
    * (periods) it made. */
   uint64_t switch_samples, switch_paired, switch_unpaired;
   uint64_t offcpu_ns, offcpu_samples;
-  /* CPU-wide: switch-ins from switchin.h's tracepoint program (else from
-   * switch records), and why not (errno; 0: not tried) */
+  /* CPU-wide: switch-outs sampled and switch-ins stamped by switchin.h's
+   * tracepoint program (else a context-switch event and switch records),
+   * and why not (errno; 0: not tried) */
   int switchins_traced, switchin_errno;
   kf_mode_t mode;        /* the sampler that ran: PERF or TIMER */
   /* AUTO fell back to the timer sampler: perf's error code and errno */

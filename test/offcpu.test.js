@@ -121,6 +121,28 @@ if (!kernelAllowed()) {
   }
 }
 
+// A bound samples one switch in many and weighs it as many: a worker napping
+// 50 µs thousands of times a second is off CPU for most of its wall time
+// (its schedstat says how much), and its few sampled naps must add up to
+// about that. Each sampled nap also carries the kernel's own time taking
+// the sample (~25 µs here, before the thread is switched out), so naps this
+// short come out long: 1.1-1.2x with the tracepoint's bound, 1.1-1.6x with
+// perf's frequency mode per thread.
+for (const scope of cpuWideAllowed() ? ['auto', 'threads'] : ['threads']) {
+  t.test(`maxSwitchRate 100, perfScope '${scope}': few switches sampled, weighed as all of them`, { skip: !kernelAllowed() && 'off-CPU needs kernel context' }, async (t) => {
+    const { stacks, stats, truth } = runFixture('offcpu-often.js', [], ['100'], { KFLAME_PERF_SCOPE: scope })
+    const d = stats.details
+    t.equal(d.maxSwitchRate, 100)
+    t.equal(d.switchIns, scope === 'auto' && tracefs ? 'tracepoint' : 'records')
+    t.ok(d.switchSamples * 10 < truth.naps, `${d.switchSamples} switches sampled of the worker's ${truth.naps} naps and the rest`)
+    const napShare = share(total(stacks.filter((s) => s.frames[1] === '[off-cpu]' && has(s, /^napOften /))), stats)
+    const offShare = 100 * truth.offCpuMs / stats.durationMs
+    const [lo, hi] = scope === 'auto' && tracefs ? [0.8, 1.4] : [0.5, 2]
+    t.ok(napShare >= offShare * lo && napShare <= offShare * hi,
+      `napOften off CPU ${napShare.toFixed(1)}% of wall time, its thread was off CPU ${offShare.toFixed(1)}%`)
+  })
+}
+
 t.test('off-CPU with the BPF filter refused: per-thread events instead, the reason kept', { skip: !cpuWideAllowed() && 'needs CAP_SYS_ADMIN or CAP_BPF+CAP_PERFMON' }, async (t) => {
   const { stacks, stats } = runWaits(t, 'offcpu', { LD_PRELOAD: SHIM, KFLAME_FAULT_BPF: 'EPERM' })
   t.equal(stats.details.perfScope, 'threads')

@@ -8,11 +8,12 @@
  * event per CPU (pid -1, needs root or CAP_PERFMON); for off-CPU profiles
  * per CPU (root): one context-switch event per CPU at 200 samples a second
  * (their rings drained by a third thread on another CPU), with a
- * PERF_RECORD_SWITCH_CPU_WIDE record per switch, or instead kflame's
- * sched_switch tracepoint program (src/sample/switchin.c) with nothing
- * marked: what every switch pays; and each of the two alone (the
- * context-switch events without records; the tracepoint program without
- * them). Prints the mean round trip in ns. Built and run by bench/switchcost.js.
+ * PERF_RECORD_SWITCH_CPU_WIDE record per switch (kflame without tracefs),
+ * or without records (what the event alone costs); or kflame's way, one
+ * sched_switch tracepoint event per CPU whose program
+ * (src/sample/switchin.c) samples 200 of this process's switches a second
+ * and stamps their switch-ins. Prints the mean round trip in ns. Built and
+ * run by bench/switchcost.js.
  */
 #define _GNU_SOURCE
 #include <linux/perf_event.h>
@@ -120,9 +121,35 @@ static void open_switch_events(int cpu, int records) {
   record_rings[nrecord_rings++] = m;
 }
 
+/* kflame's off-CPU events per CPU: the sched_switch tracepoint, sampled
+ * where switchin.c's program says (it holds the first), rings drained. */
+static void open_tracepoint_events(int cpu, kf_switchin_t *ins) {
+  struct perf_event_attr a;
+  memset(&a, 0, sizeof a);
+  a.size = sizeof a;
+  a.type = PERF_TYPE_TRACEPOINT;
+  a.config = kf_switchin_tracepoint(ins);
+  a.sample_period = 1;
+  a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+  a.use_clockid = 1;
+  a.clockid = CLOCK_MONOTONIC;
+  a.watermark = 1;
+  int fd = (int)syscall(SYS_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0 || (nrecord_rings == 0 && kf_switchin_attach(ins, fd) != 0)) {
+    perror("tracepoint event");
+    exit(2);
+  }
+  void *m = mmap(NULL, 65 * (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) {
+    perror("mmap");
+    exit(2);
+  }
+  record_rings[nrecord_rings++] = m;
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: switchcost none|dummy|clock|clock-any|percpu|switch-records|switch-tracepoint|switch-events|tracepoint SECONDS\n");
+    fprintf(stderr, "usage: switchcost none|dummy|clock|clock-any|percpu|switch-records|switch-events|switch-tracepoint SECONDS\n");
     return 1;
   }
   const char *mode = argv[1];
@@ -144,18 +171,21 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "percpu"))
     for (int cpu = 0; cpu < ncpu; cpu++) open_event(PERF_COUNT_SW_CPU_CLOCK, -1, cpu);
   int records = !strcmp(mode, "switch-records");
-  if (records || !strcmp(mode, "switch-tracepoint") || !strcmp(mode, "switch-events")) {
-    for (int cpu = 0; cpu < ncpu && cpu < 64; cpu++) open_switch_events(cpu, records);
-    pthread_t drainer;
-    if (pthread_create(&drainer, NULL, drain_records, NULL)) return 1;
-  }
   kf_switchin_t *ins = NULL;
-  if (!strcmp(mode, "switch-tracepoint") || !strcmp(mode, "tracepoint")) {
-    int rc = kf_switchin_open(0, &ins);
+  if (!strcmp(mode, "switch-tracepoint")) {
+    int rc = kf_switchin_open(200, &ins);
     if (rc != 0) {
       fprintf(stderr, "switchin: %s\n", strerror(-rc));
       return 2;
     }
+  }
+  if (records || ins || !strcmp(mode, "switch-events")) {
+    for (int cpu = 0; cpu < ncpu && cpu < 64; cpu++) {
+      if (ins) open_tracepoint_events(cpu, ins);
+      else open_switch_events(cpu, records);
+    }
+    pthread_t drainer;
+    if (pthread_create(&drainer, NULL, drain_records, NULL)) return 1;
   }
   char c = 'x';
   long rounds = 0;

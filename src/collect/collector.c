@@ -480,9 +480,16 @@ static int on_wait(void *ctx, uint32_t tid, uint64_t time, const uint64_t *ips,
 
 /* A thread whose switch-out was sampled came back (a switch record, or a
  * stamp of switchin.h). */
-static void on_switch_in(void *ctx, uint32_t tid, uint64_t time) {
-  kf_collector_t *c = ctx;
+static void on_switch_in(kf_collector_t *c, uint32_t tid, uint64_t time) {
   if (kf_offcpu_in(c->offcpu, tid, time)) c->stats.no_memory++;
+}
+
+/* switchin.h's records: a switch-in, or the weight of a switch-out sampled
+ * under the rate bound. */
+static void on_traced_switch(void *ctx, uint32_t tid, uint64_t time, uint32_t switches) {
+  kf_collector_t *c = ctx;
+  if (!switches) on_switch_in(c, tid, time);
+  else if (kf_offcpu_weight(c->offcpu, tid, time, switches)) c->stats.no_memory++;
 }
 
 /* PERF_RECORD_SWITCH of a per-thread switch event, or
@@ -561,7 +568,7 @@ static void drain_all(kf_collector_t *c) {
   size_t n = kf_sampler_rings(c->sampler, &rings, &fds);
   for (size_t i = 0; i < n; i++) kf_ring_drain(&rings[i], on_record, c);
   kf_switchin_t *ins = kf_sampler_switchin(c->sampler);
-  if (ins && c->offcpu) kf_switchin_drain(ins, on_switch_in, c);
+  if (ins && c->offcpu) kf_switchin_drain(ins, on_traced_switch, c);
 }
 
 static const char *comm_of(void *ctx, uint32_t tid) {

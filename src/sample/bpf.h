@@ -14,10 +14,14 @@
 #define KF_INSN(op, dst, src, offset, immediate)                           \
   ((struct bpf_insn){.code = (op), .dst_reg = (dst), .src_reg = (src),     \
                      .off = (offset), .imm = (immediate)})
-/* A 64-bit immediate takes two instructions. */
-#define KF_LOAD_U64(dst, value)                                            \
-  KF_INSN(BPF_LD | BPF_DW | BPF_IMM, dst, 0, 0, (int32_t)(uint32_t)(value)), \
-      KF_INSN(0, 0, 0, 0, (int32_t)(uint32_t)((uint64_t)(value) >> 32))
+/* Writes the two instructions that load a 64-bit value into `dst`;
+ * returns 2. */
+static inline size_t kf_bpf_load_u64(struct bpf_insn *at, int dst, uint64_t value) {
+  at[0] = KF_INSN(BPF_LD | BPF_DW | BPF_IMM, dst, 0, 0, (int32_t)(uint32_t)value);
+  at[1] = KF_INSN(0, 0, 0, 0, (int32_t)(uint32_t)(value >> 32));
+  return 2;
+}
+
 /* Writes the two instructions that load a map, by its fd, into `dst` (a
  * helper's argument); returns 2. */
 static inline size_t kf_bpf_load_map(struct bpf_insn *at, int dst, int map_fd) {

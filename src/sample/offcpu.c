@@ -6,19 +6,21 @@
 
 #include "util/grow.h"
 
-/* A switch-out (ips set, KF_CONTEXT_OFFCPU first) or a switch-in (ips
- * NULL), in arrival order `seq` among equal times. */
+/* A switch-out (ips set, KF_CONTEXT_OFFCPU first), a switch-in (ips NULL,
+ * switches 0) or the weight of the next switch-out (ips NULL, switches >=
+ * 1), in arrival order `seq` among equal times. */
 typedef struct event {
   uint64_t time, seq, switches;
   uint64_t *ips;
   uint32_t tid, nr;
 } event_t;
 
-/* A thread's switch-out waiting for its switch-in, and the part of a
- * period its earlier waits left over. */
+/* A thread's switch-out waiting for its switch-in, the part of a period
+ * its earlier waits left over, and the weight its next switch-out takes. */
 typedef struct thread {
   uint32_t tid, used;
   uint64_t carry;
+  uint64_t weight, weight_time; /* weight 0: none */
   event_t out; /* out.ips NULL: none pending */
 } thread_t;
 
@@ -106,9 +108,21 @@ int kf_offcpu_in(kf_offcpu_t *o, uint32_t tid, uint64_t time) {
   return push(o, &e);
 }
 
+int kf_offcpu_weight(kf_offcpu_t *o, uint32_t tid, uint64_t time,
+                     uint64_t switches) {
+  event_t e = {.time = time, .tid = tid, .switches = switches ? switches : 1};
+  return push(o, &e);
+}
+
+static int is_weight(const event_t *e) {
+  return !e->ips && e->switches;
+}
+
+/* By time; at equal times a weight first (it comes before its sample). */
 static int by_time(const void *a, const void *b) {
   const event_t *x = a, *y = b;
   if (x->time != y->time) return x->time < y->time ? -1 : 1;
+  if (is_weight(x) != is_weight(y)) return is_weight(x) ? -1 : 1;
   return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
@@ -154,6 +168,12 @@ void kf_offcpu_settle(kf_offcpu_t *o, uint64_t until, uint64_t end,
     if (e->ips) {
       if (t->out.ips) drop_out(o, t);
       t->out = *e;
+      if (t->weight && e->time - t->weight_time <= KF_OFFCPU_WEIGHT_NS)
+        t->out.switches = t->weight;
+      t->weight = 0;
+    } else if (is_weight(e)) {
+      t->weight = e->switches;
+      t->weight_time = e->time;
     } else if (t->out.ips && e->time >= t->out.time) {
       pair(o, t, e->time, emit, ctx);
     }

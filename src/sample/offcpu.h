@@ -64,6 +64,14 @@ int kf_offcpu_out(kf_offcpu_t *o, uint32_t tid, uint64_t time,
                   uint64_t switches, const uint64_t *ips, uint32_t nr);
 /* A switch-in at `time`. Returns 0 or -ENOMEM. */
 int kf_offcpu_in(kf_offcpu_t *o, uint32_t tid, uint64_t time);
+/* The thread's switch-out sampled next, within KF_OFFCPU_WEIGHT_NS after
+ * `time`, stands for `switches` (>= 1) switches in place of its sample's
+ * period: switchin.h's rate bound says so just before the kernel takes the
+ * sample. A weight whose sample never comes (lost, and counted, in the
+ * ring) is forgotten. Returns 0 or -ENOMEM. */
+#define KF_OFFCPU_WEIGHT_NS 1000000ULL
+int kf_offcpu_weight(kf_offcpu_t *o, uint32_t tid, uint64_t time,
+                     uint64_t switches);
 
 /* Pairs every event stamped before `until` (UINT64_MAX: all of them, at
  * the end), in time order, and emits the waits that make samples. A

@@ -25,15 +25,18 @@
 #ifndef KF_PIDFILTER_H
 #define KF_PIDFILTER_H
 
-/* Loads the program for the calling process. With a mark_map (an fd, or
- * -1 for none: a BPF hash map of u32 to u32), each sample kept also sets
- * mark_map[the thread's global tid] = its tid in our namespace: the
- * context-switch events' samples so mark a thread for switchin.h to
- * stamp when it comes back. Returns the program's fd (CLOEXEC; the caller
- * closes it once every event holds it), or a negative errno. */
-int kf_pidfilter_load(int mark_map);
+#include <stdint.h>
+
+/* Loads the program for the calling process. Returns the program's fd
+ * (CLOEXEC; the caller closes it once every event holds it), or a negative
+ * errno. */
+int kf_pidfilter_load(void);
 
 /* Attaches the program to a perf event: 0 or a negative errno. */
 int kf_pidfilter_attach(int perf_fd, int prog_fd);
+
+/* Our pid namespace as bpf_get_ns_current_pid_tgid takes it (switchin.h's
+ * program asks it too): 0 or a negative errno. */
+int kf_pidfilter_ns(uint64_t *dev, uint64_t *ino);
 
 #endif

@@ -226,13 +226,21 @@ static int map_rings_of(kf_sampler_t *s, size_t first, uint32_t kinds) {
  * first open settled them. The kernel counts a switch in its own context:
  * with exclude_kernel it would drop every sample, so kernel context is
  * always asked for, and kernel frames are left out of the callchain when
- * they are not wanted. PERF_RECORD_SWITCH records (context_switch) stamp
- * when the thread comes back, unless switchin.h does; sample_id_all gives
- * them its tid and time. */
+ * they are not wanted. With switchin.h, the event is on the sched_switch
+ * tracepoint, and its program picks the switches to sample (every one it
+ * returns 1 for: period 1) and stamps the switch-ins. Else the software
+ * event, and PERF_RECORD_SWITCH records (context_switch) stamp when the
+ * thread comes back; sample_id_all gives them its tid and time. */
 static void switch_attr(const kf_sampler_t *s, uint32_t max_rate,
                         struct perf_event_attr *a) {
   *a = s->attr;
-  a->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+  if (s->switchin) {
+    a->type = PERF_TYPE_TRACEPOINT;
+    a->config = kf_switchin_tracepoint(s->switchin);
+    max_rate = 0;
+  } else {
+    a->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+  }
   if (max_rate) {
     a->freq = 1;
     a->sample_freq = max_rate;
@@ -267,7 +275,7 @@ static int open_event(kf_sampler_t *s, uint32_t kind, pid_t tid, int cpu,
     int fd = perf_event_open(attr, tid, cpu);
     if (fd >= 0) return fd;
     int e = errno;
-    if (kind == KF_KIND_SWITCH && (e == EACCES || e == EPERM)) {
+    if (kind == KF_KIND_SWITCH && !s->switchin && (e == EACCES || e == EPERM)) {
       s->err = e;
       return -KF_ERR_OFFCPU_PARANOID;
     }
@@ -334,64 +342,81 @@ gone:
   return 0;
 }
 
+/* Unmaps the rings and closes every event opened so far. */
+static void close_events(kf_sampler_t *s) {
+  for (uint32_t i = 0; i < s->info.cpus; i++)
+    if (s->cpus[i].map) unmap_ring(&s->cpus[i]);
+  while (s->nfds > 0) close(s->fds[--s->nfds]);
+}
+
+/* The events of every CPU, each with the pid filter (`prog`), except the
+ * switch events on the tracepoint, whose first holds switchin.h's program;
+ * then the rings. 0, or a negative errno (*tracepoint_failed set when a
+ * tracepoint event was refused). */
+static int open_cpu_events(kf_sampler_t *s, int prog, int *tracepoint_failed) {
+  uint32_t kinds = s->info.what == KF_WHAT_BOTH ? 2 : 1;
+  uint32_t kind0 = s->info.what & KF_WHAT_CPU ? KF_KIND_CPU : KF_KIND_SWITCH;
+  int rc = 0;
+  *tracepoint_failed = 0;
+  for (uint32_t i = 0; i < s->info.cpus && rc == 0; i++)
+    for (uint32_t k = 0; k < kinds && rc == 0; k++) {
+      int traced = kind0 + k == KF_KIND_SWITCH && s->switchin;
+      int fd = open_event(s, kind0 + k, -1, s->cpus[i].cpu, s->nfds == 0);
+      if (fd < 0) {
+        *tracepoint_failed = traced;
+        rc = fd;
+        break;
+      }
+      rc = !traced ? kf_pidfilter_attach(fd, prog)
+           : i == 0 ? kf_switchin_attach(s->switchin, fd) : 0;
+      *tracepoint_failed = traced && rc != 0;
+      if (rc != 0 || (rc = push_fd(s, fd, KF_OWNER_ANY, kind0 + k)) != 0)
+        close(fd);
+    }
+  return rc == 0 ? map_rings_of(s, 0, kinds) : rc;
+}
+
 /* CPU-wide: per CPU (pid -1), the clock event, the context-switch event,
  * or both (s->info.what), for whatever runs there, with the pid filter
- * keeping this process's samples (pidfilter.h). No thread is attached and
- * none switches an event in or out; a thread is sampled from its first
- * instruction, whoever created it. A switch event's PERF_RECORD_SWITCH_CPU_WIDE
- * records come for every task (the filter sees samples only): pids and
- * times, no stack, which the collector drops unless they are this
- * process's. Each CPU's first event owns its ring. 0, or a negative errno
- * with nothing left open and the attributes as they were: then the caller
- * attaches per thread. */
+ * keeping this process's samples (pidfilter.h), or for switches the
+ * tracepoint's program (switchin.h). No thread is attached and none
+ * switches an event in or out; a thread is sampled from its first
+ * instruction, whoever created it. Without the tracepoint, the software
+ * switch event's PERF_RECORD_SWITCH_CPU_WIDE records come for every task
+ * (the filter sees samples only): pids and times, no stack, which the
+ * collector drops unless they are this process's. Each CPU's first event
+ * owns its ring. 0, or a negative errno with nothing left open and the
+ * attributes as they were: then the caller attaches per thread. */
 static int open_cpu_wide(kf_sampler_t *s) {
-  int prog = kf_pidfilter_load(-1);
+  int prog = kf_pidfilter_load();
   if (prog < 0) return prog;
-  /* Off-CPU: the switch events' filter also marks the threads whose
-   * switch-in switchin.h is to stamp; without it, switch records. */
-  int switch_prog = -1;
-  if (s->info.what & KF_WHAT_OFFCPU) {
-    int rc = kf_switchin_open(s->cpus[0].cpu, &s->switchin);
-    if (rc == 0 && (switch_prog = kf_pidfilter_load(kf_switchin_mark_map(s->switchin))) < 0)
-      rc = switch_prog;
-    if (rc != 0) {
-      kf_switchin_close(s->switchin);
-      s->switchin = NULL;
-      s->info.switchin_errno = -rc < KF_ERR_BASE ? -rc : 0;
-    }
-  }
   struct perf_event_attr per_thread = s->attr;
   kf_sampler_info_t info = s->info;
   s->attr.inherit = 0;
   s->attr.inherit_thread = 0;
   s->attr.exclude_idle = 1; /* the idle task is nobody's: skip the filter */
-  uint32_t kinds = s->info.what == KF_WHAT_BOTH ? 2 : 1;
-  uint32_t kind0 = s->info.what & KF_WHAT_CPU ? KF_KIND_CPU : KF_KIND_SWITCH;
-  int rc = 0;
-  for (uint32_t i = 0; i < s->info.cpus && rc == 0; i++)
-    for (uint32_t k = 0; k < kinds && rc == 0; k++) {
-      int fd = open_event(s, kind0 + k, -1, s->cpus[i].cpu, s->nfds == 0);
-      if (fd < 0) {
-        rc = fd;
-        break;
-      }
-      int filter = kind0 + k == KF_KIND_SWITCH && switch_prog >= 0 ? switch_prog : prog;
-      if ((rc = kf_pidfilter_attach(fd, filter)) != 0 ||
-          (rc = push_fd(s, fd, KF_OWNER_ANY, kind0 + k)) != 0)
-        close(fd);
-    }
+  int rc = 0, tracepoint_failed = 0;
+  if (s->info.what & KF_WHAT_OFFCPU) {
+    rc = kf_switchin_open(s->max_switch_rate, &s->switchin);
+    if (rc != 0) s->info.switchin_errno = -rc < KF_ERR_BASE ? -rc : 0;
+  }
+  rc = open_cpu_events(s, prog, &tracepoint_failed);
+  if (rc != 0 && tracepoint_failed) {
+    /* Off-CPU from the software event and switch records instead. */
+    close_events(s);
+    kf_switchin_close(s->switchin);
+    s->switchin = NULL;
+    s->info.switchin_errno = -rc < KF_ERR_BASE ? -rc : 0;
+    rc = open_cpu_events(s, prog, &tracepoint_failed);
+  }
   close(prog); /* each event holds it */
-  if (switch_prog >= 0) close(switch_prog);
-  if (rc == 0) rc = map_rings_of(s, 0, kinds);
   if (rc == 0) {
     s->info.scope = KF_SCOPE_CPUS;
     s->info.inherit_thread = 0;
     s->info.switchins_traced = s->switchin != NULL;
     return 0;
   }
-  for (uint32_t i = 0; i < s->info.cpus; i++)
-    if (s->cpus[i].map) unmap_ring(&s->cpus[i]);
-  while (s->nfds > 0) close(s->fds[--s->nfds]);
+  close_events(s);
   kf_switchin_close(s->switchin);
   s->switchin = NULL;
   s->attr = per_thread;

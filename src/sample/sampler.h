@@ -2,10 +2,12 @@
  * sampler: opens the perf events that sample this process.
  *
  * Where the kernel allows it (root, or CAP_PERFMON and CAP_BPF): one clock
- * event (and for off-CPU profiles one context-switch event, with
- * switchin.h stamping the switch-ins) per online CPU for every process,
- * with a BPF program that drops other processes' samples in the kernel
- * (pidfilter.h). Else:
+ * event per online CPU for every process, with a BPF program that drops
+ * other processes' samples in the kernel (pidfilter.h); for off-CPU
+ * profiles one event per CPU on the sched_switch tracepoint, whose program
+ * (switchin.h) samples this process's switch-outs and stamps their
+ * switch-ins (without tracefs: a context-switch event per CPU with the pid
+ * filter, and switch records). Else:
  * one cpu-clock (or task-clock) event per existing thread and online CPU,
  * and for off-CPU profiles one context-switch event beside it,
  * found in /proc/self/task, each with inherit=1 so threads created later are
@@ -35,8 +37,8 @@ typedef enum { KF_EVENT_CPU_CLOCK = 0, KF_EVENT_TASK_CLOCK = 1 } kf_event_t;
 
 /* What is sampled: CPU time (the clock event), off-CPU time (context
  * switches: a sample with the callchain when a thread is switched out,
- * PERF_RECORD_SWITCH records or switchin.h's stamps for when it is switched
- * back in), or both. */
+ * PERF_RECORD_SWITCH records or switchin.h's records for when it is
+ * switched back in), or both. */
 enum { KF_WHAT_CPU = 1, KF_WHAT_OFFCPU = 2, KF_WHAT_BOTH = 3 };
 
 /* The kind of an opened event (kf_event_owner_t). */
@@ -64,8 +66,8 @@ typedef struct kf_sampler_opts {
   uint32_t stack_bytes;
   uint32_t what;        /* KF_WHAT_*; 0 is KF_WHAT_CPU */
   /* Off-CPU: switched-out samples with callchains per thread and second at
-   * most (perf's frequency mode; each sample then stands for the switches
-   * of its period). 0: every switch. */
+   * most, per CPU on the tracepoint (perf's frequency mode; each sample then
+   * stands for the switches of its period). 0: every switch. */
   uint32_t max_switch_rate;
   uint32_t scope;       /* KF_SCOPE_AUTO or KF_SCOPE_THREADS */
 } kf_sampler_opts_t;
@@ -89,13 +91,15 @@ typedef struct kf_sampler_info {
   uint32_t stack_bytes;  /* user stack bytes copied per sample; 0: none */
   kf_ring_layout_t layout; /* of the sample records */
   uint32_t what;         /* KF_WHAT_* being sampled */
-  /* Off-CPU, CPU-wide: 1 when switch-ins come from switchin.h (else from
+  /* Off-CPU, CPU-wide: 1 when the switch events are on the tracepoint,
+   * with switchin.h's program (else context-switch events and
    * PERF_RECORD_SWITCH records), and why not when it could not be set up
    * (0: not tried). */
   int switchins_traced;
   int switchin_errno;
   /* Of the switch events' samples: as `layout`, with PERF_SAMPLE_PERIOD
-   * (the switches a sample stands for). Their other records (the
+   * (the switches a sample stands for; 1 on the tracepoint, whose program
+   * says it in a record of its own). Their other records (the
    * PERF_RECORD_SWITCH ones) end with { u32 pid, tid; u64 time; u64 id }. */
   kf_ring_layout_t switch_layout;
 } kf_sampler_info_t;
@@ -126,8 +130,9 @@ const kf_sampler_info_t *kf_sampler_info(const kf_sampler_t *s);
 /* The CPU rings and the fd to poll for each. */
 size_t kf_sampler_rings(kf_sampler_t *s, kf_ring_t **rings, const int **fds);
 
-/* The switch-in stamps of CPU-wide off-CPU sampling, or NULL: the
- * collector drains them with the rings. */
+/* The tracepoint program of CPU-wide off-CPU sampling, or NULL: the
+ * collector drains its records (switch-ins, the bound's weights) with the
+ * rings. */
 kf_switchin_t *kf_sampler_switchin(kf_sampler_t *s);
 
 /* Sorted by id. */

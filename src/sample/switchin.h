@@ -1,27 +1,42 @@
 /*
- * switchin: when a thread whose switch-out was sampled comes back on a CPU,
- * stamped in the kernel, for the off-CPU profile's CPU-wide switch events.
+ * switchin: the off-CPU samples of CPU-wide events, taken and stamped by
+ * one BPF program on the sched:sched_switch tracepoint.
  *
- * An off-CPU sample is weighed by how long its thread stayed switched out,
- * so its switch-in time is needed. PERF_RECORD_SWITCH_CPU_WIDE records give
- * it, for every switch of every task: on a server switching 40,000 times a
- * second they cost ~3 us a switch (bench/offcpu.js), whatever the sampling
- * rate. Here only the sampled waits are followed: the switch events' pid
- * filter marks the thread whose switch-out it keeps (pidfilter.h, a map of
- * global tid to our tid), and a BPF program on the sched:sched_switch
- * tracepoint (one perf event holds it; it runs on every CPU) looks up each incoming task in that
- * map: a marked thread gets a record { u32 tid; u32 0; u64 time } in a BPF
- * ring buffer (time on CLOCK_MONOTONIC, the clock of the samples) and its
- * mark is cleared. So the records follow the sampling rate; what every
- * switch of the machine costs is one tracepoint and one hash lookup.
+ * An off-CPU sample is a thread's stack when it is switched out, weighed by
+ * how long it stayed out, so its switch-in time is needed too. The sampler
+ * opens one perf event per CPU on the tracepoint, with the callchain and
+ * stack copy of its other samples; this program, held by one of them, runs
+ * at every switch of every CPU (the kernel keeps a tracepoint's programs
+ * with the tracepoint) and decides, before the kernel writes anything:
+ *   - the task switched in: if it is a thread whose switch-out was sampled
+ *     (marked in an LRU hash of global tid to our tid), a record
+ *     { u32 tid; u32 0; u64 time } goes to a BPF ring buffer (time on
+ *     CLOCK_MONOTONIC, the clock of the samples) and the mark is cleared;
+ *   - the task switched out (the current one): if it is one of this
+ *     process's threads (its tgid in our pid namespace,
+ *     bpf_get_ns_current_pid_tgid), and, with a rate bound, the first of
+ *     this CPU's switches of ours since 1/max_rate seconds, the program
+ *     returns 1 and the CPU's event samples it (the kernel walks the stack
+ *     of the task switching out); with a bound, a record
+ *     { u32 tid; u32 switches; u64 time } first says how many of this
+ *     CPU's switches of ours it stands for (itself and those skipped since
+ *     the last one). The thread is marked. Any other switch returns 0: the
+ *     kernel writes nothing.
+ * So what every switch of the machine costs is one tracepoint, one hash
+ * lookup and, for ours, one pid lookup; where a software context-switch
+ * event per CPU (counted at every switch, its samples filtered by
+ * pidfilter.h) and a program only stamping switch-ins cost two hooks per
+ * switch (bench/switchcost.js). And the bound counts this process's
+ * switches only, not every process's on the CPU.
  *
  * Needs what CPU-wide events need (CAP_PERFMON and CAP_BPF, or
  * CAP_SYS_ADMIN) and tracefs mounted (/sys/kernel/tracing, or under
  * /sys/kernel/debug): the tracepoint's id and layout are read from there.
- * Without it the sampler asks for the switch records instead.
+ * Without it the sampler takes the software event and switch records.
  *
  * Opened and closed by the sampler on the thread that starts or stops the
- * session; drained by the collector thread only.
+ * session (which also opens and closes the events); drained by the
+ * collector thread only.
  */
 #ifndef KF_SWITCHIN_H
 #define KF_SWITCHIN_H
@@ -31,19 +46,28 @@
 
 typedef struct kf_switchin kf_switchin_t;
 
-/* Opens it (the tracepoint's perf event on `cpu`, an online one; the
- * program runs on all). Returns 0, or a negative errno with nothing left
- * open (ENOENT: no tracefs with the tracepoint). */
-int kf_switchin_open(int cpu, kf_switchin_t **out);
-/* Closing the tracepoint's event waits for the kernel to retire the
- * program (RCU grace periods): 60-75 ms here, the bulk of a stop(). */
+/* Loads the program for the calling process, its maps and ring:
+ * max_rate switch-outs sampled per CPU and second at most, 0 for every one.
+ * Returns 0, or a negative errno with nothing left open (ENOENT: no tracefs
+ * with the tracepoint). */
+int kf_switchin_open(uint32_t max_rate, kf_switchin_t **out);
+/* Closes the program and maps; the events holding the program are the
+ * sampler's to close (closing the one that holds it waits for the kernel to
+ * retire the program, RCU grace periods: 60-75 ms here, the bulk of a
+ * stop()). */
 void kf_switchin_close(kf_switchin_t *t);
 
-/* The map the switch events' filter marks threads in (pidfilter.h). */
-int kf_switchin_mark_map(const kf_switchin_t *t);
+/* The tracepoint's perf id (PERF_TYPE_TRACEPOINT's config). */
+uint64_t kf_switchin_tracepoint(const kf_switchin_t *t);
+/* Gives the program to one of the tracepoint's events: 0 or a negative
+ * errno. One is enough, and more would run it more than once a switch. */
+int kf_switchin_attach(const kf_switchin_t *t, int perf_fd);
 
-/* Hands each switch-in recorded since the last call to fn. */
-typedef void (*kf_switchin_fn)(void *ctx, uint32_t tid, uint64_t time);
+/* Hands each record since the last call to fn: `switches` 0 for a
+ * switch-in at `time`, else the count the switch-out sampled at `time`
+ * stands for. */
+typedef void (*kf_switchin_fn)(void *ctx, uint32_t tid, uint64_t time,
+                               uint32_t switches);
 void kf_switchin_drain(kf_switchin_t *t, kf_switchin_fn fn, void *ctx);
 
 /* Times the ring was found out of sync (the rest skipped), and records of

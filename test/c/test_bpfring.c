@@ -2,7 +2,9 @@
  * kernel, writing each byte into both copies of the data area as its
  * double mapping shows them; and the sched_switch format parser on the text
  * tracefs gives. */
+#include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "sample/bpfring.h"
@@ -156,12 +158,30 @@ static void finds_next_pid_in_the_format(void) {
   CHECK(kf_switchin_next_pid_offset("", 0) == -1);
 }
 
+/* The verifier takes the program, with and without a rate bound (where
+ * this process may load it: CAP_BPF and tracefs). */
+static void program_loads(void) {
+  const uint32_t rates[] = {0, 1, 200, 100000};
+  for (size_t i = 0; i < sizeof rates / sizeof rates[0]; i++) {
+    kf_switchin_t *t = NULL;
+    int rc = kf_switchin_open(rates[i], &t);
+    if (rc == -EPERM || rc == -EACCES || rc == -ENOENT) {
+      fprintf(stderr, "  skipped: %s\n", strerror(-rc));
+      return;
+    }
+    CHECK_EQ_U64((uint64_t)-rc, 0);
+    CHECK(t != NULL && kf_switchin_tracepoint(t) > 0);
+    kf_switchin_close(t);
+  }
+}
+
 static const kftest_case_t cases[] = {
     {"bpfring: reads records and frees them", reads_records_and_frees_them},
     {"bpfring: a record being written waits", a_record_being_written_waits},
     {"bpfring: a record across the end is whole", a_record_across_the_end_is_whole},
     {"bpfring: out of sync is skipped and counted", out_of_sync_is_skipped_and_counted},
     {"switchin: finds next_pid in the tracepoint's format", finds_next_pid_in_the_format},
+    {"switchin: the program loads, with and without a bound", program_loads},
     {NULL, NULL},
 };
 

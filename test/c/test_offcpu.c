@@ -126,6 +126,42 @@ static const char *thread(void *ctx, uint32_t tid) {
   return "main";
 }
 
+/* switchin.h's rate bound says, just before the sample, how many switches
+ * it stands for: the weight goes to the thread's next switch-out, arriving
+ * from another ring and in any order, and is forgotten when its sample
+ * never came. */
+static void offcpu_weights_from_the_bound(void) {
+  kf_offcpu_t *o = kf_offcpu_new(10 * MS);
+  emitted_t e = {0};
+  uint64_t a[] = {0xa1};
+  /* Thread 7: weight 5 at 100 ms, its sample 20 us later (period 1). */
+  CHECK(kf_offcpu_out(o, 7, 100 * MS + 20000, 1, a, 1) == 0);
+  CHECK(kf_offcpu_in(o, 7, 120 * MS + 20000) == 0);
+  CHECK(kf_offcpu_weight(o, 7, 100 * MS, 5) == 0);
+  /* Thread 8: a weight at the very time of its sample still comes first. */
+  CHECK(kf_offcpu_out(o, 8, 200 * MS, 1, a, 1) == 0);
+  CHECK(kf_offcpu_weight(o, 8, 200 * MS, 3) == 0);
+  CHECK(kf_offcpu_in(o, 8, 210 * MS) == 0);
+  /* Thread 9: a weight whose sample was lost; the next sample, 50 ms
+   * later, is one switch. */
+  CHECK(kf_offcpu_weight(o, 9, 300 * MS, 40) == 0);
+  CHECK(kf_offcpu_out(o, 9, 350 * MS, 1, a, 1) == 0);
+  CHECK(kf_offcpu_in(o, 9, 370 * MS) == 0);
+  kf_offcpu_settle(o, UINT64_MAX, 400 * MS, record, &e);
+  CHECK_EQ_U64(e.n, 3);
+  CHECK_EQ_U64(e.tid[0], 7);
+  CHECK_EQ_U64(e.periods[0], 10); /* 20 ms x 5 */
+  CHECK_EQ_U64(e.tid[1], 8);
+  CHECK_EQ_U64(e.periods[1], 3);  /* 10 ms x 3 */
+  CHECK_EQ_U64(e.tid[2], 9);
+  CHECK_EQ_U64(e.periods[2], 2);  /* 20 ms x 1 */
+  kf_offcpu_stats_t st;
+  kf_offcpu_stats(o, &st);
+  CHECK_EQ_U64(st.paired, 3);
+  CHECK_EQ_U64(st.unpaired, 0);
+  kf_offcpu_free(o);
+}
+
 static void offcpu_markers_fold_under_the_root(void) {
   kf_stacks_t *s = kf_stacks_new();
   uint64_t on[] = {(uint64_t)PERF_CONTEXT_USER, 1, 2};
@@ -148,6 +184,7 @@ int main(int argc, char **argv) {
       {"offcpu_pairs_out_of_order_arrivals", offcpu_pairs_out_of_order_arrivals},
       {"offcpu_carries_the_rest_of_a_period", offcpu_carries_the_rest_of_a_period},
       {"offcpu_scales_by_switches_and_ends_open_waits", offcpu_scales_by_switches_and_ends_open_waits},
+      {"offcpu_weights_from_the_bound", offcpu_weights_from_the_bound},
       {"offcpu_markers_fold_under_the_root", offcpu_markers_fold_under_the_root},
       {NULL, NULL}};
   return kftest_main(cases, argc, argv);
