@@ -157,6 +157,23 @@ const BENCHES = [
     tables: (r) => require('./offcpu').readmeTables(r)
   },
   {
+    file: 'offcpu-tracepoint.json',
+    title: 'An HTTP server under load: bounded off-CPU sampling from the tracepoint',
+    script: 'bench/offcpu.js --kinds none,offcpu-r100,offcpu-r200,both-99-r100,both-99-r200 --rounds 200',
+    about: (r) => `as above, ${r.rounds} rounds of ${r.windowMs / 1000} s windows, with the switch-outs sampled by kflame's ` +
+      "sched_switch program (the tables above: a context-switch event per CPU); its bound counts this process's switches " +
+      'only, so a bound of 200 per CPU now takes twice the stacks it took (the other processes\' switches took part of it)',
+    tables: (r) => require('./offcpu').readmeTables(r)
+  },
+  {
+    file: 'offcpu-r10-tracepoint.json',
+    title: 'An HTTP server under load: bounded off-CPU sampling from the tracepoint, with nearly no stacks',
+    script: 'bench/offcpu.js --kinds none,offcpu-r10,offcpu-r100 --rounds 150',
+    about: (r) => `as above, ${r.rounds} rounds of ${r.windowMs / 1000} s windows; maxSwitchRate 10 leaves what every ` +
+      'switch pays (the tracepoint and its program) with almost no stacks',
+    tables: (r) => require('./offcpu').readmeTables(r)
+  },
+  {
     file: 'offcpu-attributed.json',
     title: 'An HTTP server under load: bounded off-CPU sampling, direct and attributed',
     script: 'bench/offcpu.js --kinds none,cpu-99,both-99,offcpu-r100,offcpu-r200,both-99-r100,both-99-r200 --rounds 50',

@@ -94,22 +94,17 @@ static void *drain_records(void *arg) {
   return NULL;
 }
 
-static void open_switch_events(int cpu, int records) {
-  struct perf_event_attr a;
-  memset(&a, 0, sizeof a);
-  a.size = sizeof a;
-  a.type = PERF_TYPE_SOFTWARE;
-  a.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
-  a.freq = 1;
-  a.sample_freq = 200;
-  a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
-  a.context_switch = records;
-  a.sample_id_all = 1;
-  a.use_clockid = 1;
-  a.clockid = CLOCK_MONOTONIC;
-  a.watermark = 1;
-  int fd = (int)syscall(SYS_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-  if (fd < 0) {
+/* Opens a per-CPU event (pid -1) of `a`, with the samples' times on
+ * CLOCK_MONOTONIC, and maps its ring for drain_records; with `ins`, the
+ * first one opened gets switchin.c's program. Exits 2 on failure. */
+static void open_ring_event(struct perf_event_attr *a, int cpu, kf_switchin_t *ins) {
+  a->size = sizeof *a;
+  a->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+  a->use_clockid = 1;
+  a->clockid = CLOCK_MONOTONIC;
+  a->watermark = 1;
+  int fd = (int)syscall(SYS_perf_event_open, a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0 || (ins && nrecord_rings == 0 && kf_switchin_attach(ins, fd) != 0)) {
     perror("perf_event_open");
     exit(2);
   }
@@ -121,30 +116,27 @@ static void open_switch_events(int cpu, int records) {
   record_rings[nrecord_rings++] = m;
 }
 
+static void open_switch_events(int cpu, int records) {
+  struct perf_event_attr a;
+  memset(&a, 0, sizeof a);
+  a.type = PERF_TYPE_SOFTWARE;
+  a.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+  a.freq = 1;
+  a.sample_freq = 200;
+  a.context_switch = records;
+  a.sample_id_all = 1;
+  open_ring_event(&a, cpu, NULL);
+}
+
 /* kflame's off-CPU events per CPU: the sched_switch tracepoint, sampled
- * where switchin.c's program says (it holds the first), rings drained. */
+ * where switchin.c's program says (it holds the first). */
 static void open_tracepoint_events(int cpu, kf_switchin_t *ins) {
   struct perf_event_attr a;
   memset(&a, 0, sizeof a);
-  a.size = sizeof a;
   a.type = PERF_TYPE_TRACEPOINT;
   a.config = kf_switchin_tracepoint(ins);
   a.sample_period = 1;
-  a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
-  a.use_clockid = 1;
-  a.clockid = CLOCK_MONOTONIC;
-  a.watermark = 1;
-  int fd = (int)syscall(SYS_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-  if (fd < 0 || (nrecord_rings == 0 && kf_switchin_attach(ins, fd) != 0)) {
-    perror("tracepoint event");
-    exit(2);
-  }
-  void *m = mmap(NULL, 65 * (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (m == MAP_FAILED) {
-    perror("mmap");
-    exit(2);
-  }
-  record_rings[nrecord_rings++] = m;
+  open_ring_event(&a, cpu, ins);
 }
 
 int main(int argc, char **argv) {

@@ -177,8 +177,8 @@ static int load_program(const kf_switchin_t *t, int next_pid, uint32_t max_rate)
   uint64_t dev, ino;
   int rc = kf_pidfilter_ns(&dev, &ino);
   if (rc != 0) return rc;
-  struct bpf_insn prog[160]; /* 107 at most; ASan checks it in test_bpfring */
-  size_t n = 0, drop[8], nd = 0; /* the jumps to "drop" */
+  struct bpf_insn prog[160]; /* 104 at most; ASan checks it in test_bpfring */
+  size_t n = 0, drop[8], nd = 0; /* the jumps to "drop": 7 at most */
   prog[n++] = MOV_REG(BPF_REG_6, BPF_REG_1);
 
   /* The incoming task: marked? Then record = { our tid, 0, now }. */

@@ -395,10 +395,41 @@ static void *copy_spinner(void *arg) {
   return NULL;
 }
 
-typedef struct dwarf_seen {
+/* What a spinner's samples are read with: the first member of the
+ * drains' contexts below. */
+typedef struct spin_seen {
   const kf_ring_layout_t *layout;
   kf_dwarf_t *dwarf;
   uint32_t tid;
+} spin_seen_t;
+
+/* Runs `spinner` (given where to put its tid) on a thread of its own for
+ * 400 ms under a 999 Hz timer sampler copying `stack_bytes`, handing its
+ * records to on_record(seen): `seen` starts with a spin_seen_t, filled
+ * here (its dwarf for the caller to free). */
+static void sample_spinner(void *(*spinner)(void *), uint32_t stack_bytes,
+                           kf_ring_record_fn on_record, spin_seen_t *seen) {
+  __atomic_store_n(&stop_spinning, 0, __ATOMIC_RELAXED);
+  uint32_t tid = 0;
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, spinner, &tid) == 0);
+  kf_timer_t *t = open_timer(999, stack_bytes);
+  seen->layout = &kf_timer_info(t)->layout;
+  seen->dwarf = kf_dwarf_new();
+  CHECK(seen->dwarf != NULL);
+  for (int i = 0; i < 40; i++) {
+    sleep_ms(10);
+    seen->tid = __atomic_load_n(&tid, __ATOMIC_ACQUIRE);
+    kf_timer_scan(t);
+    kf_timer_drain(t, on_record, seen);
+  }
+  kf_timer_close(t);
+  __atomic_store_n(&stop_spinning, 1, __ATOMIC_RELAXED);
+  pthread_join(th, NULL);
+}
+
+typedef struct dwarf_seen {
+  spin_seen_t head;
   uint64_t in_libc, copier_back, copier_in_chain;
 } dwarf_seen_t;
 
@@ -409,8 +440,8 @@ static int in_copier(uint64_t a) {
 static void on_copy_record(const struct perf_event_header *h, void *ctx) {
   dwarf_seen_t *s = ctx;
   kf_ring_sample_t rs;
-  if (h->type != PERF_RECORD_SAMPLE || kf_ring_parse_sample(h, s->layout, &rs) != 0 ||
-      rs.tid != s->tid || rs.nr < 3 || !rs.regs || !rs.stack_len)
+  if (h->type != PERF_RECORD_SAMPLE || kf_ring_parse_sample(h, s->head.layout, &rs) != 0 ||
+      rs.tid != s->head.tid || rs.nr < 3 || !rs.regs || !rs.stack_len)
     return;
   const uint64_t *user = rs.ips + 1;
   /* leaf outside this test binary: in glibc */
@@ -421,7 +452,7 @@ static void on_copy_record(const struct perf_event_header *h, void *ctx) {
   kf_userstack_t st = {.ip = rs.regs[KF_REG_IP], .sp = rs.regs[KF_REG_SP], .bp = rs.regs[KF_REG_BP],
                        .bytes = rs.stack, .len = rs.stack_len};
   kf_dwarf_fix_t fix;
-  if (kf_dwarf_fix(s->dwarf, &st, user, rs.nr - 1, &fix) && !fix.restart)
+  if (kf_dwarf_fix(s->head.dwarf, &st, user, rs.nr - 1, &fix) && !fix.restart)
     for (size_t i = 0; i < fix.n; i++) s->copier_back += in_copier(fix.frames[i]);
 }
 
@@ -431,30 +462,16 @@ static void dwarf_puts_back_memmoves_caller(void) {
   fprintf(stderr, "  skipped under TSan: memmove is intercepted\n");
   return;
 #endif
-  __atomic_store_n(&stop_spinning, 0, __ATOMIC_RELAXED);
-  uint32_t tid = 0;
-  pthread_t th;
-  CHECK(pthread_create(&th, NULL, copy_spinner, &tid) == 0);
-  kf_timer_t *t = open_timer(999, 2048);
-  dwarf_seen_t s = {.layout = &kf_timer_info(t)->layout, .dwarf = kf_dwarf_new()};
-  CHECK(s.dwarf != NULL);
-  for (int i = 0; i < 40; i++) {
-    sleep_ms(10);
-    s.tid = __atomic_load_n(&tid, __ATOMIC_ACQUIRE);
-    kf_timer_scan(t);
-    kf_timer_drain(t, on_copy_record, &s);
-  }
-  kf_timer_close(t);
-  __atomic_store_n(&stop_spinning, 1, __ATOMIC_RELAXED);
-  pthread_join(th, NULL);
-  const kf_dwarf_stats_t *ds = kf_dwarf_stats(s.dwarf);
+  dwarf_seen_t s = {0};
+  sample_spinner(copy_spinner, 2048, on_copy_record, &s.head);
+  const kf_dwarf_stats_t *ds = kf_dwarf_stats(s.head.dwarf);
   fprintf(stderr, "  %llu samples in glibc: copier in the walked chain %llu, put back %llu (tried %llu, broke %llu)\n",
           (unsigned long long)s.in_libc, (unsigned long long)s.copier_in_chain,
           (unsigned long long)s.copier_back, (unsigned long long)ds->tried, (unsigned long long)ds->broke);
   CHECK(s.in_libc >= 20);
   CHECK(s.copier_in_chain * 10 < s.in_libc); /* the walk skips it */
   CHECK(s.copier_back * 100 >= s.in_libc * 95); /* DWARF puts it back */
-  kf_dwarf_free(s.dwarf);
+  kf_dwarf_free(s.head.dwarf);
 }
 
 #if defined(__x86_64__)
@@ -491,9 +508,7 @@ static void *zero_bp_spinner(void *arg) {
 }
 
 typedef struct zero_bp_seen {
-  const kf_ring_layout_t *layout;
-  kf_dwarf_t *dwarf;
-  uint32_t tid;
+  spin_seen_t head;
   uint64_t in_leaf, whole_copy, caller_back;
 } zero_bp_seen_t;
 
@@ -504,8 +519,8 @@ static int in_zero_bp_caller(uint64_t a) {
 static void on_zero_bp_record(const struct perf_event_header *h, void *ctx) {
   zero_bp_seen_t *s = ctx;
   kf_ring_sample_t rs;
-  if (h->type != PERF_RECORD_SAMPLE || kf_ring_parse_sample(h, s->layout, &rs) != 0 ||
-      rs.tid != s->tid || rs.nr < 2 || !rs.regs || !rs.stack_len)
+  if (h->type != PERF_RECORD_SAMPLE || kf_ring_parse_sample(h, s->head.layout, &rs) != 0 ||
+      rs.tid != s->head.tid || rs.nr < 2 || !rs.regs || !rs.stack_len)
     return; /* (no copy: taken before the thread's stack was found) */
   const uint64_t *user = rs.ips + 1;
   /* in the loop, rbp already 0 */
@@ -520,7 +535,7 @@ static void on_zero_bp_record(const struct perf_event_header *h, void *ctx) {
   int back = 0;
   /* The caller, in the main program (this binary), comes back as the
    * frame the walk restarts from, or among the frames put back. */
-  if (kf_dwarf_fix(s->dwarf, &st, user, rs.nr - 1, &fix)) {
+  if (kf_dwarf_fix(s->head.dwarf, &st, user, rs.nr - 1, &fix)) {
     back = fix.restart && in_zero_bp_caller(fix.tail.ip);
     for (size_t i = 0; i < fix.n; i++) back |= in_zero_bp_caller(fix.frames[i]);
   }
@@ -535,22 +550,8 @@ static void zero_bp_leaf_keeps_its_copy(void) {
 #if !defined(__x86_64__)
   fprintf(stderr, "  skipped: x86-64 only\n");
 #else
-  __atomic_store_n(&stop_spinning, 0, __ATOMIC_RELAXED);
-  uint32_t tid = 0;
-  pthread_t th;
-  CHECK(pthread_create(&th, NULL, zero_bp_spinner, &tid) == 0);
-  kf_timer_t *t = open_timer(999, 4096);
-  zero_bp_seen_t s = {.layout = &kf_timer_info(t)->layout, .dwarf = kf_dwarf_new()};
-  CHECK(s.dwarf != NULL);
-  for (int i = 0; i < 40; i++) {
-    sleep_ms(10);
-    s.tid = __atomic_load_n(&tid, __ATOMIC_ACQUIRE);
-    kf_timer_scan(t);
-    kf_timer_drain(t, on_zero_bp_record, &s);
-  }
-  kf_timer_close(t);
-  __atomic_store_n(&stop_spinning, 1, __ATOMIC_RELAXED);
-  pthread_join(th, NULL);
+  zero_bp_seen_t s = {0};
+  sample_spinner(zero_bp_spinner, 4096, on_zero_bp_record, &s.head);
   fprintf(stderr, "  %llu samples in the leaf with rbp 0: whole copy %llu, caller put back %llu\n",
           (unsigned long long)s.in_leaf, (unsigned long long)s.whole_copy,
           (unsigned long long)s.caller_back);
@@ -559,7 +560,7 @@ static void zero_bp_leaf_keeps_its_copy(void) {
 #if !defined(__SANITIZE_THREAD__) /* under TSan the unwind finds no caller here (not looked into) */
   CHECK(s.caller_back * 100 >= s.in_leaf * 95);
 #endif
-  kf_dwarf_free(s.dwarf);
+  kf_dwarf_free(s.head.dwarf);
 #endif
 }
 
