@@ -52,6 +52,7 @@ const KINDS = [
   // Nearly no stacks: what the switch events and the switch-in stamps cost
   // by themselves, at every switch.
   { kind: 'offcpu-r10', options: { what: 'offcpu', maxSwitchRate: 10 } },
+  { kind: 'both-99-r10', options: { hz: 99, what: 'both', maxSwitchRate: 10 } },
   // Bounded, without the user-stack copy: what the copy adds to a stack.
   { kind: 'offcpu-r200-nocopy', options: { what: 'offcpu', maxSwitchRate: 200, stackBytes: 0 } },
   // Off-CPU per thread forced (as for any user but root): a per-thread
@@ -324,6 +325,8 @@ const KIND_NAMES = {
   'offcpu-r200': 'off-CPU only, `maxSwitchRate: 200`',
   'offcpu-r100': 'off-CPU only, `maxSwitchRate: 100`',
   'both-99-r100': 'both, `maxSwitchRate: 100`',
+  'offcpu-r10': 'off-CPU only, `maxSwitchRate: 10`',
+  'both-99-r10': 'both, `maxSwitchRate: 10`',
   'both-99-r200-threads': 'both, `maxSwitchRate: 200`, `perfScope: \'threads\'` (per-thread events, as for any user but root)',
   'perf-99': 'floor: `perf record -F 99 -g -p` (its own process apart)'
 }

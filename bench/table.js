@@ -174,6 +174,14 @@ const BENCHES = [
     tables: (r) => require('./offcpu').readmeTables(r)
   },
   {
+    file: 'offcpu-r10-bound.json',
+    title: 'An HTTP server under load: off-CPU from the tracepoint bounded to 10 stacks a second per CPU',
+    script: 'bench/offcpu.js --kinds none,offcpu-r10,both-99-r10 --rounds 150',
+    about: (r) => `as above, ${r.rounds} rounds of ${r.windowMs / 1000} s windows; the bound that keeps off-CPU ` +
+      'sampling under 3%, alone and beside CPU sampling at 99 Hz',
+    tables: (r) => require('./offcpu').readmeTables(r)
+  },
+  {
     file: 'offcpu-attributed.json',
     title: 'An HTTP server under load: bounded off-CPU sampling, direct and attributed',
     script: 'bench/offcpu.js --kinds none,cpu-99,both-99,offcpu-r100,offcpu-r200,both-99-r100,both-99-r200 --rounds 50',
