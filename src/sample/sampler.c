@@ -395,12 +395,12 @@ static int open_cpu_wide(kf_sampler_t *s) {
   s->attr.inherit = 0;
   s->attr.inherit_thread = 0;
   s->attr.exclude_idle = 1; /* the idle task is nobody's: skip the filter */
-  int rc = 0, tracepoint_failed = 0;
   if (s->info.what & KF_WHAT_OFFCPU) {
-    rc = kf_switchin_open(s->max_switch_rate, &s->switchin);
-    if (rc != 0) s->info.switchin_errno = -rc < KF_ERR_BASE ? -rc : 0;
+    int opened = kf_switchin_open(s->max_switch_rate, &s->switchin);
+    if (opened != 0) s->info.switchin_errno = -opened < KF_ERR_BASE ? -opened : 0;
   }
-  rc = open_cpu_events(s, prog, &tracepoint_failed);
+  int tracepoint_failed;
+  int rc = open_cpu_events(s, prog, &tracepoint_failed);
   if (rc != 0 && tracepoint_failed) {
     /* Off-CPU from the software event and switch records instead. */
     close_events(s);
