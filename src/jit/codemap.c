@@ -39,8 +39,21 @@ typedef struct page_link {
   struct page_link *next;
 } page_link_t;
 
+/* Change stamps, for caches of lookups: each 4 KiB page of the address
+ * space hashes to a slot holding the generation of the last change to
+ * code on a page of that slot (a page shares its slot with others: a
+ * change there makes their answers look stale too, never the reverse).
+ * Changes over more pages than STAMP_SPAN_MAX set the epoch instead,
+ * which every page's stamp includes. Written under the lock, read without
+ * it (kf_codemap_stamp). */
+#define STAMP_SLOTS 8192
+#define STAMP_SPAN_MAX 64
+
 struct kf_codemap {
   pthread_mutex_t lock;
+  uint64_t stamps[STAMP_SLOTS];
+  uint64_t stamp_epoch;
+  uint64_t bytecode_generation; /* kf_codemap_bytecode_generation */
   void *live;     /* tsearch tree of code_t, ordered by range */
   code_t **dead;  /* in the order they died */
   size_t ndead, dead_cap;
@@ -127,6 +140,32 @@ static void index_remove(kf_codemap_t *m, const code_t *c) {
   for (uint64_t p = first_page(c); p <= last_page(c); p++) unlink_page(m, c, p);
 }
 
+/* Entry e changed (came, went or got lines): a new generation, stamped
+ * on its pages. */
+static void changed(kf_codemap_t *m, const code_t *e) {
+  uint64_t g = __atomic_add_fetch(&m->stats.generation, 1, __ATOMIC_RELEASE);
+  if (e->kind == KF_CODE_BYTECODE)
+    __atomic_store_n(&m->bytecode_generation, g, __ATOMIC_RELEASE);
+  uint64_t first = e->start >> PAGE_SHIFT, last = (e->end - 1) >> PAGE_SHIFT;
+  if (last - first >= STAMP_SPAN_MAX) {
+    __atomic_store_n(&m->stamp_epoch, g, __ATOMIC_RELEASE);
+    return;
+  }
+  for (uint64_t p = first; p <= last; p++)
+    __atomic_store_n(&m->stamps[kf_hash_fib(p, STAMP_SLOTS)], g, __ATOMIC_RELEASE);
+}
+
+uint64_t kf_codemap_bytecode_generation(kf_codemap_t *m) {
+  return __atomic_load_n(&m->bytecode_generation, __ATOMIC_ACQUIRE);
+}
+
+uint64_t kf_codemap_stamp(kf_codemap_t *m, uint64_t addr) {
+  uint64_t page = __atomic_load_n(&m->stamps[kf_hash_fib(addr >> PAGE_SHIFT, STAMP_SLOTS)],
+                                  __ATOMIC_ACQUIRE);
+  uint64_t epoch = __atomic_load_n(&m->stamp_epoch, __ATOMIC_ACQUIRE);
+  return page > epoch ? page : epoch;
+}
+
 static int by_range(const void *a, const void *b) {
   const code_t *x = a, *y = b;
   if (x->end <= y->start) return -1;
@@ -193,7 +232,7 @@ void kf_codemap_free(kf_codemap_t *m) {
 static void bury(kf_codemap_t *m, code_t *e, uint64_t when) {
   tdelete(e, &m->live, by_range);
   m->stats.live--;
-  __atomic_add_fetch(&m->stats.generation, 1, __ATOMIC_RELEASE);
+  changed(m, e);
   e->died = when;
   if (m->keep_dead && when > e->born &&
       kf_grow((void **)&m->dead, &m->dead_cap, m->ndead + 1, sizeof(*m->dead),
@@ -234,7 +273,7 @@ static int insert(kf_codemap_t *m, code_t *e) {
   }
   m->stats.live++;
   m->stats.bytes += code_bytes(e);
-  __atomic_add_fetch(&m->stats.generation, 1, __ATOMIC_RELEASE);
+  changed(m, e);
   return 0;
 }
 
@@ -277,7 +316,7 @@ int kf_codemap_attach_lines(kf_codemap_t *m, uint64_t start, uint32_t script,
     kf_lines_release(e->lines);
     e->lines = lines;
     /* Lookups there now give positions: answers cached before are stale. */
-    __atomic_add_fetch(&m->stats.generation, 1, __ATOMIC_RELEASE);
+    changed(m, e);
     rc = 0;
   }
   pthread_mutex_unlock(&m->lock);
@@ -387,7 +426,7 @@ int kf_codemap_lookup(kf_codemap_t *m, uint64_t addr, uint64_t t, char *buf,
                       size_t cap, kf_code_info_t *info) {
   int rc = -1;
   pthread_mutex_lock(&m->lock);
-  uint64_t generation = m->stats.generation;
+  uint64_t stamp = kf_codemap_stamp(m, addr);
   uint64_t stable_since = UINT64_MAX;
   code_t *e = live_at(m, addr);
   if (e && e->born <= t) {
@@ -401,7 +440,7 @@ int kf_codemap_lookup(kf_codemap_t *m, uint64_t addr, uint64_t t, char *buf,
     else if (!e && !dead_find(m, addr, 0, 1)) stable_since = 0;
   }
   pthread_mutex_unlock(&m->lock);
-  info->generation = generation;
+  info->stamp = stamp;
   info->stable_since = stable_since;
   return rc;
 }

@@ -66,11 +66,11 @@ typedef struct kf_code_info {
    * (kf_lines_at: before, at, after); -1 where there is none. */
   int64_t positions[3];
   /* Set by every lookup, found or not: the answer holds for any later
-   * lookup at this address at a time >= stable_since while the map's
-   * generation is still `generation` (kf_codemap_generation); UINT64_MAX
-   * when it holds for this time only (dead code, or live code born after
-   * it). For caches of lookups (jitframes.c). */
-  uint64_t generation, stable_since;
+   * lookup at this address at a time >= stable_since while the address's
+   * stamp is still `stamp` (kf_codemap_stamp); UINT64_MAX when it holds
+   * for this time only (dead code, or live code born after it). For
+   * caches of lookups (jitframes.c). */
+  uint64_t stamp, stable_since;
 } kf_code_info_t;
 
 kf_codemap_t *kf_codemap_new(void);
@@ -95,6 +95,20 @@ int kf_codemap_attach_lines(kf_codemap_t *m, uint64_t start, uint32_t script,
 /* stats.generation, read without the lock. Any thread. */
 uint64_t kf_codemap_generation(kf_codemap_t *m);
 
+/* The generation of the last change that may have changed a lookup's
+ * answer at addr: code added, moved, gone or given lines on addr's 4 KiB
+ * page (or on a page sharing its slot, or over a span too big to stamp
+ * page by page). It only grows. Read without the lock: a cache of lookups
+ * keeps an answer while its address's stamp stays what the lookup said,
+ * where the map's generation changes with every code event anywhere.
+ * Any thread. */
+uint64_t kf_codemap_stamp(kf_codemap_t *m, uint64_t addr);
+
+/* The generation of the last change to bytecode (KF_CODE_BYTECODE
+ * entries) anywhere: answers that name functions from bytecode elsewhere
+ * (inlined functions, jitframes.c) hold while it stays. Any thread. */
+uint64_t kf_codemap_bytecode_generation(kf_codemap_t *m);
+
 /* The code starting at `from` moved to `to` at time `when` (GC).
  * Unknown code is ignored. Returns 0 or -ENOMEM. Any thread. */
 int kf_codemap_move(kf_codemap_t *m, uint64_t from, uint64_t to,
@@ -106,7 +120,7 @@ void kf_codemap_drop_owner(kf_codemap_t *m, uintptr_t owner, uint64_t when);
 /* The name of the code at `addr` at time `t`, copied into buf
  * (NUL-terminated, truncated to cap - 1). Returns the name's length and
  * fills *info, or returns -1 when no code known to kflame was there (then
- * only info->generation and stable_since are set). */
+ * only info->stamp and stable_since are set). */
 int kf_codemap_lookup(kf_codemap_t *m, uint64_t addr, uint64_t t, char *buf,
                       size_t cap, kf_code_info_t *info);
 

@@ -16,14 +16,18 @@
 #define MAX_ALIASES 8
 
 /* What a return address resolved to, kept while the code map's answer
- * there holds (kf_code_info_t's generation and stable_since): most frames
- * of a sample are the same addresses as the last sample's, and each
- * lookup otherwise takes the map's lock, walks its tree and hashes a name.
+ * there holds (kf_code_info_t's stamp and stable_since): most frames of a
+ * sample are the same addresses as the last sample's, and each lookup
+ * otherwise takes the map's lock, walks its tree and hashes a name.
  * Direct-mapped by address. */
 #define CACHE_SLOTS 2048
+#define NO_NAMES UINT64_MAX
 typedef struct cached_frame {
   uint64_t addr; /* 0: empty */
-  uint64_t generation, stable_since;
+  uint64_t stamp, stable_since;
+  /* kf_codemap_bytecode_generation when its inlined functions were named
+   * (from bytecode anywhere), or NO_NAMES when none were looked for */
+  uint64_t names;
   uint64_t token; /* 0: no code known there */
   kf_code_info_t info;
   int ninlined;
@@ -32,6 +36,16 @@ typedef struct cached_frame {
   int unreported; /* no code known, yet generated code is there */
   uint64_t inlined[KF_JITFRAMES_MAX_INLINED];
 } cached_frame_t;
+
+/* The same for the function an interpreter frame's BytecodeArray names
+ * (frame_function), by the array's first bytecode: a deep stack of
+ * interpreted frames asks for the same few arrays in every sample. */
+#define FUNCTION_CACHE_SLOTS 1024
+typedef struct cached_function {
+  uint64_t bytecode; /* 0: empty */
+  uint64_t stamp, stable_since;
+  uint64_t token; /* 0: V8 reported no bytecode starting there */
+} cached_function_t;
 
 typedef struct jit_name {
   char *merged; /* "foo a.js:1:2_[j]", or _[i] when inlined */
@@ -59,6 +73,7 @@ struct kf_jitframes {
   uint32_t *slots; /* open addressing: name index + 1, 0 when empty */
   size_t nslots;
   cached_frame_t *cache; /* CACHE_SLOTS, or NULL: every frame looked up */
+  cached_function_t *functions; /* FUNCTION_CACHE_SLOTS, or NULL */
 };
 
 /* FNV-1a over the name, seeded by the tier and whether it is inlined */
@@ -84,6 +99,7 @@ kf_jitframes_t *kf_jitframes_new(kf_codemap_t *map,
     j->map = map;
     j->layout = layout;
     j->cache = calloc(CACHE_SLOTS, sizeof(*j->cache));
+    j->functions = calloc(FUNCTION_CACHE_SLOTS, sizeof(*j->functions));
   }
   return j;
 }
@@ -98,6 +114,7 @@ void kf_jitframes_free(kf_jitframes_t *j) {
   free(j->slots);
   free(j->fps);
   free(j->cache);
+  free(j->functions);
   free(j);
 }
 
@@ -192,20 +209,35 @@ void kf_jitframes_regexps(kf_jitframes_t *j, const kf_v8regexp_layout_t *regexps
 static int lookup(kf_jitframes_t *j, uint64_t addr, uint64_t time,
                   kf_code_info_t *info, char *name) {
   int found = kf_codemap_lookup(j->map, addr, time, name, NAME_BYTES, info);
-  uint64_t generation = info->generation, stable_since = info->stable_since;
+  uint64_t stamp = info->stamp, stable_since = info->stable_since;
   for (size_t i = 0; found < 0 && i < j->naliases; i++) {
     const kf_code_alias_t *a = &j->aliases[i];
     if (addr >= a->start && addr < a->end) {
       found = kf_codemap_lookup(j->map, a->target + (addr - a->start), time,
                                 name, NAME_BYTES, info);
-      /* The answer holds as long as every lookup's does. */
-      if (info->generation != generation) stable_since = UINT64_MAX;
+      /* The answer holds as long as every lookup's does: stamps only grow,
+       * so the greatest changes when any of them does (stamp_at). */
+      if (info->stamp > stamp) stamp = info->stamp;
       if (info->stable_since > stable_since) stable_since = info->stable_since;
     }
   }
-  info->generation = generation;
+  info->stamp = stamp;
   info->stable_since = stable_since;
   return found >= 0;
+}
+
+/* The stamp lookup gives at addr, read now: the code map's stamp there,
+ * and at the second address of each alias covering it. */
+static uint64_t stamp_at(kf_jitframes_t *j, uint64_t addr) {
+  uint64_t stamp = kf_codemap_stamp(j->map, addr);
+  for (size_t i = 0; i < j->naliases; i++) {
+    const kf_code_alias_t *a = &j->aliases[i];
+    if (addr >= a->start && addr < a->end) {
+      uint64_t there = kf_codemap_stamp(j->map, a->target + (addr - a->start));
+      if (there > stamp) stamp = there;
+    }
+  }
+  return stamp;
 }
 
 /* The token of the code at addr at `time` into *token, with what it is and
@@ -306,13 +338,19 @@ static int exact_inlined(kf_jitframes_t *j, uint64_t addr, uint64_t time,
   return made;
 }
 
+/* Whether inlined_at looks for inlined functions in the code looked up
+ * into *info: their names come from other code's bytecode. */
+static int names_inlined(const kf_jitframes_t *j, const kf_code_info_t *info) {
+  return j->funcpos && info->kind == KF_CODE_JS && info->positions[1] >= 0;
+}
+
 static int inlined_at(kf_jitframes_t *j, uint64_t addr, uint64_t time,
                       const kf_code_info_t *info, const char *outer_name,
                       uint64_t chain[KF_JITFRAMES_MAX_INLINED], int *exact,
                       int *unnamed) {
   char name[NAME_BYTES], near[NAME_BYTES];
   *exact = *unnamed = 0;
-  if (!j->funcpos || info->kind != KF_CODE_JS || info->positions[1] < 0) return 0;
+  if (!names_inlined(j, info)) return 0;
   int told = exact_inlined(j, addr, time, info, chain, exact, unnamed);
   if (told >= 0) return told;
   /* Every JS frame comes here: the three offsets' owners in one lookup,
@@ -376,10 +414,24 @@ static int frame_function(kf_jitframes_t *j, uint64_t time,
                           const kf_userstack_t *stack, uint64_t fp,
                           uint64_t *token) {
   uint64_t bytecode;
+  if (kf_v8frames_bytecode(j->layout, stack, fp, &bytecode)) return 0;
+  cached_function_t *c =
+      j->functions ? &j->functions[kf_hash_mix(bytecode) & (FUNCTION_CACHE_SLOTS - 1)] : NULL;
+  if (c && c->bytecode == bytecode && time >= c->stable_since &&
+      c->stamp == stamp_at(j, bytecode)) {
+    *token = c->token;
+    return c->token != 0;
+  }
   kf_code_info_t info;
   char name[NAME_BYTES];
-  if (!frame_bytecode(j, time, stack, fp, &bytecode, &info, name)) return 0;
-  return token_of(j, name, info.tier, 0, token);
+  int rc = bytecode_at(j, bytecode, time, &info, name) ? token_of(j, name, info.tier, 0, token) : 0;
+  if (rc < 0) return rc;
+  if (c && info.stable_since != UINT64_MAX)
+    *c = (cached_function_t){.bytecode = bytecode,
+                             .stamp = info.stamp,
+                             .stable_since = info.stable_since,
+                             .token = rc ? *token : 0};
+  return rc;
 }
 
 /* The frame pointer of the code sampled at the leaf, or the one it is
@@ -544,7 +596,8 @@ static int code_at(kf_jitframes_t *j, uint64_t at, uint64_t time,
                    int *exact, int *unnamed, int *unreported) {
   cached_frame_t *c = j->cache ? &j->cache[kf_hash_mix(at) & (CACHE_SLOTS - 1)] : NULL;
   if (c && c->addr == at && time >= c->stable_since &&
-      c->generation == kf_codemap_generation(j->map)) {
+      c->stamp == stamp_at(j, at) &&
+      (c->names == NO_NAMES || c->names == kf_codemap_bytecode_generation(j->map))) {
     j->stats.cache_hits++;
     *token = c->token;
     *info = c->info;
@@ -555,6 +608,7 @@ static int code_at(kf_jitframes_t *j, uint64_t at, uint64_t time,
     memcpy(chain, c->inlined, (size_t)c->ninlined * sizeof(uint64_t));
     return c->token != 0;
   }
+  uint64_t names = kf_codemap_bytecode_generation(j->map); /* before: stale, never fresh */
   char name[NAME_BYTES];
   int rc = named_token_at(j, at, time, token, info, name);
   *ninlined = *exact = *unnamed = *unreported = 0;
@@ -563,7 +617,8 @@ static int code_at(kf_jitframes_t *j, uint64_t at, uint64_t time,
   if (rc == 0 && j->is_jit) *unreported = j->is_jit(j->is_jit_ctx, at);
   if (c && info->stable_since != UINT64_MAX) {
     *c = (cached_frame_t){.addr = at,
-                          .generation = info->generation,
+                          .stamp = info->stamp,
+                          .names = rc == 1 && names_inlined(j, info) ? names : NO_NAMES,
                           .stable_since = info->stable_since,
                           .token = rc ? *token : 0,
                           .info = *info,

@@ -144,6 +144,45 @@ static void codemap_moves_and_drops(void) {
   kf_codemap_free(m);
 }
 
+/* A lookup's stamp changes with code on its page, and only there (or
+ * with code too big to stamp page by page); bytecode's generation only
+ * with bytecode. */
+static void codemap_stamps_follow_changes(void) {
+  kf_codemap_t *m = kf_codemap_new();
+  char name[64];
+  kf_code_info_t info;
+  CHECK(kf_codemap_add(m, 0x10000, 0x100, "a", '*', KF_CODE_JS, 1, 1) == 0);
+  CHECK(kf_codemap_lookup(m, 0x10010, 2, name, sizeof name, &info) == 1);
+  uint64_t stamp = info.stamp, bytecode = kf_codemap_bytecode_generation(m);
+  CHECK(stamp == kf_codemap_stamp(m, 0x10010) && stamp > 0);
+  /* elsewhere: code, bytecode, a move, lines */
+  CHECK(kf_codemap_add(m, 0x900000, 0x100, "b", '*', KF_CODE_JS, 1, 3) == 0);
+  CHECK(kf_codemap_add(m, 0x910000, 0x40, "c", '~', KF_CODE_BYTECODE, 1, 3) == 0);
+  CHECK(kf_codemap_move(m, 0x900000, 0x920000, 4) == 0);
+  kf_lines_t *l = kf_lines_new();
+  CHECK(kf_lines_push(l, 0, 5) == 0 && kf_lines_seal(l) == 0);
+  CHECK(kf_codemap_attach_lines(m, 0x920000, 1, l) == 0);
+  CHECK_EQ_U64(kf_codemap_stamp(m, 0x10010), stamp);
+  CHECK(kf_codemap_bytecode_generation(m) > bytecode);
+  bytecode = kf_codemap_bytecode_generation(m);
+  /* on its page: lines, then code over it, then a move away */
+  CHECK(kf_codemap_attach_lines(m, 0x10000, 1, l) == 0);
+  CHECK(kf_codemap_stamp(m, 0x10010) > stamp);
+  stamp = kf_codemap_stamp(m, 0x10fff);
+  CHECK(kf_codemap_add(m, 0x10f00, 0x100, "d", '*', KF_CODE_JS, 1, 5) == 0);
+  CHECK(kf_codemap_stamp(m, 0x10010) > stamp);
+  stamp = kf_codemap_stamp(m, 0x10010);
+  CHECK(kf_codemap_move(m, 0x10000, 0x930000, 6) == 0);
+  CHECK(kf_codemap_stamp(m, 0x10010) > stamp);
+  CHECK_EQ_U64(kf_codemap_bytecode_generation(m), bytecode);
+  /* code over a span too big to stamp page by page stamps every page */
+  stamp = kf_codemap_stamp(m, 0x10010);
+  CHECK(kf_codemap_add(m, 0x4000000, 0x400000, "huge", '\0', KF_CODE_OTHER, 0, 7) == 0);
+  CHECK(kf_codemap_stamp(m, 0x10010) > stamp);
+  kf_lines_release(l);
+  kf_codemap_free(m);
+}
+
 static void codemap_stays_bounded_under_churn(void) {
   kf_codemap_t *m = kf_codemap_new();
   kf_codemap_stats_t st;
@@ -297,6 +336,7 @@ static const kftest_case_t cases[] = {
     {"codemap: new code evicts what it overlaps", codemap_evicts_overlaps},
     {"codemap: samples named by the code of their time", codemap_is_time_correct},
     {"codemap: moves and dropped isolates", codemap_moves_and_drops},
+    {"codemap: stamps follow changes where they are", codemap_stamps_follow_changes},
     {"codemap: bounded under churn", codemap_stays_bounded_under_churn},
     {"jitframes: tokens, tiers merged or kept", jitframes_tokens_and_tiers},
     {"jitframes: the address cache follows the map", jitframes_cache_follows_the_map},

@@ -197,6 +197,35 @@ static void deoptimized_frames_named(void) {
   kf_codemap_free(m);
 }
 
+/* An interpreter frame's function comes from a cache of BytecodeArrays
+ * that follows the map: bytecode V8 put where another's was names frames
+ * sampled after it, and the one before names those sampled before. */
+static void interpreted_frame_cache_follows_the_map(void) {
+  kf_codemap_t *m = v8_map();
+  kf_codemap_keep_dead(m, 1);
+  kf_jitframes_t *j = kf_jitframes_new(m, node20());
+  fake_t f;
+  fake_init(&f, SP + 0x40);
+  frame(&f, SP + 0x40, SP + 0x100, TRAMPOLINE + 0x10);
+  frame(&f, SP + 0x100, SP + 0x180, 0x7000);
+  interpreter_frame(&f, SP + 0x100, FOO_BYTECODE);
+  uint64_t ips[] = {U, BAR + 4, TRAMPOLINE + 0x10, 0x7000}, out[5];
+  for (uint64_t t = 5; t <= 6; t++) {
+    CHECK(kf_jitframes_resolve(j, t, ips, 4, &f.s, out) == 4);
+    CHECK_STR(name_of(j, out[2]), "foo a.js:1:1_[j]");
+  }
+  CHECK(kf_codemap_add(m, FOO_BYTECODE, 0x40, "reused c.js:4:1", '~', KF_CODE_BYTECODE, 1, 10) == 0);
+  CHECK(kf_jitframes_resolve(j, 11, ips, 4, &f.s, out) == 4);
+  CHECK_STR(name_of(j, out[2]), "reused c.js:4:1_[j]");
+  CHECK(kf_jitframes_resolve(j, 7, ips, 4, &f.s, out) == 4); /* drained late */
+  CHECK_STR(name_of(j, out[2]), "foo a.js:1:1_[j]");
+  CHECK(kf_jitframes_resolve(j, 12, ips, 4, &f.s, out) == 4);
+  CHECK_STR(name_of(j, out[2]), "reused c.js:4:1_[j]");
+  kf_jitframes_free(j);
+  kf_codemap_keep_dead(m, 0);
+  kf_codemap_free(m);
+}
+
 static void interpreted_frames_named(void) {
   kf_codemap_t *m = v8_map();
   kf_jitframes_t *j = kf_jitframes_new(m, node20());
@@ -779,6 +808,43 @@ static void inlined_functions_named(void) {
 }
 
 
+/* The address cache keeps an optimized frame's inlined functions only
+ * while no bytecode came or went anywhere: they are named from other
+ * functions' offsets and bytecode. A function V8 compiles after a sample
+ * was resolved names its inlined instructions from then on. */
+static void inlined_function_learned_later(void) {
+  kf_codemap_t *m = kf_codemap_new();
+  kf_funcpos_t *f = kf_funcpos_new(1000);
+  add_named(m, 0x700000, 0x400, "JS:*hot a.js:4:13", 0);
+  static const uint32_t code[][2] = {{0, 90}, {100, 95}, {200, 30}, {204, 34}, {300, 99}};
+  kf_lines_t *lines = lines_of(code, 5);
+  CHECK(kf_codemap_attach_lines(m, 0x700000, 7, lines) == 0);
+  kf_lines_release(lines);
+  kf_jitframes_t *j = kf_jitframes_new(m, NULL);
+  kf_jitframes_inlining(j, f);
+  uint64_t leaf[] = {U, 0x700000 + 202, 0x7000}, out[5];
+  CHECK(kf_jitframes_resolve(j, 5, leaf, 3, NULL, out) == 3); /* sq not known yet */
+  CHECK(kf_jitframes_resolve(j, 6, leaf, 3, NULL, out) == 3);
+  uint64_t hits = kf_jitframes_stats(j)->cache_hits;
+  /* sq's bytecode, far from hot's code: its offsets, then its code. */
+  static const uint32_t sq[][2] = {{0, 30}, {2, 34}, {5, 38}};
+  kf_lines_t *lsq = lines_of(sq, 3);
+  CHECK(kf_funcpos_add(f, 7, "sq a.js:2:12", lsq) == 0);
+  kf_lines_release(lsq);
+  CHECK(kf_codemap_add(m, 0x5000000, 0x40, "sq a.js:2:12", '~', KF_CODE_BYTECODE, 1, 7) == 0);
+  CHECK(kf_jitframes_resolve(j, 8, leaf, 3, NULL, out) == 4);
+  CHECK_STR(name_of(j, out[1]), "sq a.js:2:12_[i]");
+  CHECK_STR(name_of(j, out[2]), "hot a.js:4:13_[j]");
+  CHECK_EQ_U64(kf_jitframes_stats(j)->cache_hits, hits + 2); /* only 0x7000's two */
+  /* Code that is not bytecode, elsewhere, leaves the answer cached. */
+  add_named(m, 0x6000000, 0x100, "JS:*cold a.js:7:1", 0);
+  CHECK(kf_jitframes_resolve(j, 9, leaf, 3, NULL, out) == 4);
+  CHECK_EQ_U64(kf_jitframes_stats(j)->cache_hits, hits + 5);
+  kf_jitframes_free(j);
+  kf_funcpos_free(f);
+  kf_codemap_free(m);
+}
+
 /* A function inlined into an inlined function: the caller's entries run
  * up to the callee's and on after them, so both come out, nested; a
  * function merely inlined after another (its entries followed by the
@@ -1092,11 +1158,13 @@ static const kftest_case_t cases[] = {
     {"v8frames: layouts by V8 version", layouts_by_version},
     {"v8frames: the BytecodeArray slot of a JS frame", bytecode_slot},
     {"jitframes: interpreter frames named from their bytecode", interpreted_frames_named},
+    {"jitframes: the interpreter frames' cache follows the map", interpreted_frame_cache_follows_the_map},
     {"jitframes: the running function put back under a leaf", running_function_put_back},
     {"jitframes: code V8 never reported named from its frame", unreported_code_named_from_its_frame},
     {"jitframes: RegExp code V8 reported unnamed, named by its expression", existing_regexps_named},
     {"jitlines: line tables and small functions' offsets", line_tables},
     {"jitframes: inlined functions named from source offsets", inlined_functions_named},
+    {"jitframes: an inlined function compiled later is named", inlined_function_learned_later},
     {"jitframes: functions inlined in inlined functions, nested", nested_inlining_named},
     {"jitframes: V8's own inlining ids", v8_inlining_ids_named},
     {"jitframes: frames the deoptimizer made, named", deoptimized_frames_named},
