@@ -7,7 +7,7 @@
 // floor).
 //
 //   node bench/attribution.js [--quick] [--rounds N] [--hook-pairs N]
-//     [--window-ms 150] [--seed N] [--json bench/results/attribution.json]
+//     [--steady N] [--window-ms 150] [--seed N] [--json bench/results/attribution.json]
 //
 // In one process (bench/windows.js: a child started with --expose-gc runs
 // the mixed workload in ~150 ms windows, each round every kind once in a
@@ -30,6 +30,11 @@
 // is its thread's schedstat; contention shows as wall time beyond CPU time
 // and as the JS thread's involuntary context switches. Code map lock waits
 // come from stats.details (codeLockWaits, codeLockWaitMs).
+//
+// The windows start a profile each, so their collector begins every window
+// with cold caches. Its steady state: fresh children (--steady N, 3) each
+// profile the same workload for one 5 s profile, fresh functions every
+// 150 ms, and report the collector's CPU per sample.
 //
 // Separate processes (the hook cannot be removed from a process): pairs of
 // fresh children, in alternating order, each running the workload for
@@ -105,6 +110,26 @@ async function windowsChild ({ rounds, windowMs, seed }) {
   return { runs, kinds, addon: [addon0, addonMtime()], sink: sink % 1000 }
 }
 
+// One steady profile: the collector's CPU per sample over ms of the
+// workload, once its caches have met the process's code.
+function steadyChild ({ ms }) {
+  const { w, kflame } = windowsSetup('steady')
+  kflame.start({ hz: HZ })
+  const schedstat = `/proc/self/task/${findThread('kflame-collect')}/schedstat`
+  const c0 = schedNs(schedstat)
+  let units = 0
+  let sink = 0
+  const t0 = Date.now()
+  while (Date.now() - t0 < ms) {
+    w.freshPool()
+    const end = Date.now() + 150
+    while (Date.now() < end) sink += w.unit(units++)
+  }
+  const collectorMs = (schedNs(schedstat) - c0) / 1e6
+  const p = kflame.stop()
+  return { ms, samples: p.stats.samples, collectorMs, usPerSample: collectorMs * 1000 / p.stats.samples, sink: sink % 1000 }
+}
+
 // One process of a hook pair: the workload for ~1.5 s, fresh functions every
 // 150 ms, with or without kflame loaded.
 function hookChild ({ withKflame, ms }) {
@@ -126,7 +151,7 @@ function hookChild ({ withKflame, ms }) {
 
 // --- rows (parent) ---------------------------------------------------------------------
 
-function rows (runs, kinds, hookPairs, seed) {
+function rows (runs, kinds, hookPairs, steady, seed) {
   const sum = (xs) => xs.reduce((a, b) => a + b, 0)
   const extra = (kind, base, f, s) => summarize(extraPerUnit(runs, kind, base, f), s)
   const of = (kind) => runs.filter((r) => r.kind === kind)
@@ -182,6 +207,9 @@ function rows (runs, kinds, hookPairs, seed) {
   if (kinds.includes('perf-dwarf')) {
     ({ peer: out.perfDwarf, kflame: out.kflameVsPerfDwarf } = peer('perf-dwarf', '--call-graph dwarf,16384', 'perf copying the same 16 KiB', seed + 10))
   }
+  if (steady.length) {
+    out.collectorSteady = { what: 'collector thread, one 5 s profile per fresh process', usPerSample: median(steady.map((s) => s.usPerSample)), each: steady.map((s) => s.usPerSample), processes: steady.length }
+  }
   if (hookPairs.length) {
     const ratios = hookPairs.map((p) => (p.with.cpuMs / p.with.units) / (p.without.cpuMs / p.without.units) - 1)
     out.hook = { what: 'kflame loaded, never started (nothing armed: KFLAME_JIT lazy) against plain node; separate processes', cpu: summarize(ratios, seed + 9), pairs: hookPairs.length }
@@ -208,6 +236,7 @@ function readmeTables (r) {
     `| kernel sample path, callchain only (stackBytes 0 vs unprofiled) | ${ci(a.kernelCallchain.cpu)} | ${num(a.kernelCallchain.usPerSample)} µs | - |`,
     `| + 16 KiB stack copy (stackBytes 16384 vs 0) | ${ci(a.stackCopy.cpu)} | ${num(a.stackCopy.usPerSample)} µs | - |`,
     `| collector thread (its own CPU) | - | ${num(c16.usPerSample)} µs per sample (${num(c0.usPerSample)} without the copy) | ${pct(c16.shareOfMainCpu, 2)} of the main thread's CPU; ${num(c16.wakeupsPerSec, 0)} wake-ups/s for ${num(c16.samplesPerSec, 0)} samples/s |`,
+    ...(a.collectorSteady ? [`| collector thread, steady state (one 5 s profile in each of ${a.collectorSteady.processes} fresh processes, median) | - | ${num(a.collectorSteady.usPerSample)} µs per sample (${a.collectorSteady.each.map((x) => num(x)).join(', ')}) | - |`] : []),
     `| contention: JS thread preempted | - | - | ${num(a.contention.none, 1)}/s unprofiled, ${num(a.contention['sb-16384'], 1)}/s kflame, ${num(a.contention.perf, 1)}/s perf |`,
     `| code map lock: code events that waited | - | - | ${c16.lockWaits + c0.lockWaits} waits, ${num(c16.lockWaitMs + c0.lockWaitMs, 3)} ms in ${c16.windows + c0.windows} windows |`,
     `| kflame loaded, never started: nothing of V8's armed (separate processes; armed: bench/hookcost.js) | ${a.hook ? ci(a.hook.cpu) : '-'} | - | compile-heavy: fresh functions every 150 ms |`,
@@ -232,7 +261,7 @@ async function main () {
   const args = process.argv.slice(2)
   if (args[0] === '--child') {
     const a = JSON.parse(args[1])
-    const r = a.mode === 'windows' ? await windowsChild(a) : hookChild(a)
+    const r = a.mode === 'windows' ? await windowsChild(a) : a.mode === 'steady' ? steadyChild(a) : hookChild(a)
     process.stdout.write(MARK + JSON.stringify(r) + '\n')
     return
   }
@@ -240,6 +269,7 @@ async function main () {
   const quick = args.includes('--quick')
   const rounds = Number(option(args, '--rounds')) || (quick ? 10 : 60)
   const nPairs = Number(option(args, '--hook-pairs')) || (quick ? 3 : 12)
+  const nSteady = Number(option(args, '--steady')) || (quick ? 1 : 3)
   const windowMs = Number(option(args, '--window-ms')) || 150
   const seed = Number(option(args, '--seed')) || 1
   const jsonOut = option(args, '--json')
@@ -256,6 +286,9 @@ async function main () {
     for (const withKflame of order) pair[withKflame ? 'with' : 'without'] = runChild([], { mode: 'hook', withKflame, ms: 1500 })
     hookPairs.push(pair)
   }
+  console.error(`steady: ${nSteady} processes ...`)
+  const steady = []
+  for (let i = 0; i < nSteady; i++) steady.push(runChild(['--expose-gc'], { mode: 'steady', ms: 5000 }))
   const addons = new Set(w.addon.map(String))
   if (addons.size > 1) notes.push(`the addon was rebuilt during the run (mtimes ${[...addons].join(', ')})`)
   const result = {
@@ -266,9 +299,10 @@ async function main () {
     seed,
     kinds: w.kinds,
     notes,
-    attribution: rows(w.runs, w.kinds, hookPairs, seed),
+    attribution: rows(w.runs, w.kinds, hookPairs, steady, seed),
     runs: w.runs,
-    hookPairs
+    hookPairs,
+    steady
   }
   console.log(`attribution: ${machineLine(machine)}`)
   console.log(readmeTables(result).join('\n'))
