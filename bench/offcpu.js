@@ -36,6 +36,9 @@ const { shuffle, summarize } = require('./windows')
 
 const KINDS = [
   { kind: 'none' },
+  // Unprofiled again: what two unprofiled windows of a round differ by,
+  // the method's own resolution (an A/A row).
+  { kind: 'none-again' },
   // perf mode: CPU-wide events with the kernel's pid filter where allowed
   // (root), else per thread; and per thread forced.
   { kind: 'cpu-99', options: { hz: 99 } },

@@ -204,9 +204,10 @@ const BENCHES = [
   {
     file: 'offcpu-latency.json',
     title: 'An HTTP server under load: throughput and latency, longer windows',
-    script: 'bench/offcpu.js --kinds none,cpu-99,cpu-99-threads,timer-99 --window-ms 2000 --rounds 30',
+    script: 'bench/offcpu.js --kinds none,none-again,cpu-99,cpu-99-threads,timer-99 --window-ms 2000 --rounds 60',
     about: (r) => `as above, ${r.rounds} rounds of ${r.windowMs / 1000} s windows, CPU sampling only, so that each window's ` +
-      'probe p99 rests on about 2,400 round trips',
+      'probe p99 rests on about 2,400 round trips; `none-again` is a second unprofiled window in each round (A/A): ' +
+      'what this method cannot tell from no difference',
     tables: (r) => require('./offcpu').readmeTables(r)
   },
   {

@@ -197,6 +197,15 @@ static void deoptimized_frames_named(void) {
   kf_codemap_free(m);
 }
 
+/* bar (leaf, own frame at 0x40) called from an interpreted function, foo,
+ * whose frame (at 0x100) the shared trampoline owns. */
+static void bar_over_interpreted_foo(fake_t *f) {
+  fake_init(f, SP + 0x40);
+  frame(f, SP + 0x40, SP + 0x100, TRAMPOLINE + 0x10);
+  frame(f, SP + 0x100, SP + 0x180, 0x7000);
+  interpreter_frame(f, SP + 0x100, FOO_BYTECODE);
+}
+
 /* An interpreter frame's function comes from a cache of BytecodeArrays
  * that follows the map: bytecode V8 put where another's was names frames
  * sampled after it, and the one before names those sampled before. */
@@ -205,10 +214,7 @@ static void interpreted_frame_cache_follows_the_map(void) {
   kf_codemap_keep_dead(m, 1);
   kf_jitframes_t *j = kf_jitframes_new(m, node20());
   fake_t f;
-  fake_init(&f, SP + 0x40);
-  frame(&f, SP + 0x40, SP + 0x100, TRAMPOLINE + 0x10);
-  frame(&f, SP + 0x100, SP + 0x180, 0x7000);
-  interpreter_frame(&f, SP + 0x100, FOO_BYTECODE);
+  bar_over_interpreted_foo(&f);
   uint64_t ips[] = {U, BAR + 4, TRAMPOLINE + 0x10, 0x7000}, out[5];
   for (uint64_t t = 5; t <= 6; t++) {
     CHECK(kf_jitframes_resolve(j, t, ips, 4, &f.s, out) == 4);
@@ -230,12 +236,7 @@ static void interpreted_frames_named(void) {
   kf_codemap_t *m = v8_map();
   kf_jitframes_t *j = kf_jitframes_new(m, node20());
   fake_t f;
-  fake_init(&f, SP + 0x40);
-  /* bar (leaf, own frame at 0x40) called from an interpreted function whose
-   * frame (at 0x100) the shared trampoline owns. */
-  frame(&f, SP + 0x40, SP + 0x100, TRAMPOLINE + 0x10);
-  frame(&f, SP + 0x100, SP + 0x180, 0x7000);
-  interpreter_frame(&f, SP + 0x100, FOO_BYTECODE);
+  bar_over_interpreted_foo(&f);
   uint64_t ips[] = {U, BAR + 4, TRAMPOLINE + 0x10, 0x7000}, out[5];
   CHECK(kf_jitframes_resolve(j, 5, ips, 4, &f.s, out) == 4);
   CHECK_STR(name_of(j, out[1]), "bar b.js:2:2_[j]");
