@@ -222,7 +222,6 @@ async function main () {
   loader.kill()
   server.kill()
 
-  const perReq = (x) => x.cpuMs / x.requests
   const rows = kinds.map(({ kind }) => {
     const mine = runs.filter((x) => x.kind === kind)
     const base = (x) => runs.find((b) => b.round === x.round && b.kind === 'none')
@@ -248,7 +247,8 @@ async function main () {
       sysUsPerReq: median(mine.map((x) => x.sysMs / x.requests)) * 1000,
       extraSysPerReq: kind === 'none' ? null : summarize(sysRatios, 10),
       throughputChange: kind === 'none' ? null : summarize(throughput, 8),
-      p99Change: kind === 'none' ? null : summarize(p99, 9)
+      p99Change: kind === 'none' ? null : summarize(p99, 9),
+      againstBoth: kind === 'none' ? null : againstBoth(runs, kind)
     }
   })
   if (!hasPerf) console.log(`offcpu: no perf row: ${perfCheck().why}`)
@@ -260,6 +260,11 @@ async function main () {
     console.log(`| ${r.kind} | ${Math.round(r.reqPerS)} | ${r.cpuUsPerReq.toFixed(1)} | ${Math.round(r.switchSamplesPerS)} | ` +
       `${r.p99Ms.toFixed(2)} | ${ci(r.extraCpuPerReq)} | ${ci(r.throughputChange)} | ${ci(r.p99Change)} |` +
       `${r.perfOwnCpuUsPerReq !== null ? ` (perf's own process: ${r.perfOwnCpuUsPerReq.toFixed(1)} µs/req)` : ''}`)
+  }
+  for (const r of rows.filter((x) => x.againstBoth)) {
+    const b = r.againstBoth
+    console.log(`offcpu: ${r.kind} against both unprofiled windows: CPU/req ${ci(b.extraCpuPerReq)}, ` +
+      `throughput ${ci(b.throughputChange)}, probe p99 ${ci(b.p99Change)}`)
   }
   for (const r of rows) {
     console.log(`offcpu: ${r.kind}: system ${r.sysUsPerReq.toFixed(2)} µs/req, extra ${ci(r.extraSysPerReq)} of the CPU/req; ` +
@@ -319,6 +324,7 @@ function attribute (rows, runs) {
 // Rows of docs/benchmarks.md (bench/table.js), with the words the table needs beside it.
 const KIND_NAMES = {
   none: 'unprofiled',
+  'none-again': 'unprofiled again (A/A: a second unprofiled window in each round)',
   'cpu-99': 'CPU, 99 Hz (as root: an event per CPU, filtered in the kernel)',
   'cpu-99-threads': 'CPU, 99 Hz, `perfScope: \'threads\'` (per-thread events)',
   'timer-99': 'CPU, 99 Hz, timer mode',
@@ -333,6 +339,28 @@ const KIND_NAMES = {
   'both-99-r200-threads': 'both, `maxSwitchRate: 200`, `perfScope: \'threads\'` (per-thread events, as for any user but root)',
   'perf-99': 'floor: `perf record -F 99 -g -p` (its own process apart)'
 }
+const perReq = (x) => x.cpuMs / x.requests
+
+// A kind's changes against each round's two unprofiled windows together
+// ('none' and the A/A window 'none-again': their geometric mean), which
+// halves the base's own noise; null without an A/A window in the run.
+function againstBoth (runs, kind) {
+  const pairs = []
+  for (const x of runs.filter((r) => r.kind === kind)) {
+    const a = runs.find((b) => b.round === x.round && b.kind === 'none')
+    const b = runs.find((b) => b.round === x.round && b.kind === 'none-again')
+    if (a && b) pairs.push([x, a, b])
+  }
+  if (!pairs.length) return null
+  const rate = (x) => x.requests / x.wallMs
+  const change = (f) => pairs.map(([x, a, b]) => f(x) / Math.sqrt(f(a) * f(b)) - 1)
+  return {
+    extraCpuPerReq: summarize(change(perReq), 11),
+    throughputChange: summarize(change(rate), 12),
+    p99Change: summarize(change((x) => x.p99Ms), 13)
+  }
+}
+
 function readmeTables (r) {
   const attributed = (r.attributed || []).length === 0 ? [] : [
     '',
@@ -342,6 +370,16 @@ function readmeTables (r) {
       `${a.contextSwitchesPerReq.toFixed(2)} × ${a.perSwitchUs.map((v) => v.toFixed(2)).join('-')} µs | ` +
       `${a.switchSamplesPerReq.toFixed(4)} × ${a.perSampleUs.map((v) => v.toFixed(1)).join('-')} µs |`)
   ]
+  const both = r.rows.filter((x) => x.againstBoth)
+  const againstBothTable = both.length === 0 ? [] : [
+    '',
+    'Against both unprofiled windows of each round (their geometric mean):',
+    '',
+    '| kind | extra CPU / request | throughput | probe p99 latency |',
+    '| --- | --- | --- | --- |',
+    ...both.map((x) => `| ${KIND_NAMES[x.kind] || x.kind} | ${ci(x.againstBoth.extraCpuPerReq)} | ` +
+      `${ci(x.againstBoth.throughputChange)} | ${ci(x.againstBoth.p99Change)} |`)
+  ]
   return [
     '| kind | req/s | server CPU µs/req | switch stacks/s | extra CPU / request | throughput | probe p99 latency |',
     '| --- | --- | --- | --- | --- | --- | --- |',
@@ -349,9 +387,10 @@ function readmeTables (r) {
       `${x.switchSamplesPerS ? Math.round(x.switchSamplesPerS).toLocaleString('en') : '-'} | ` +
       `${ci(x.extraCpuPerReq)}${x.perfOwnCpuUsPerReq ? `; perf's own process ${x.perfOwnCpuUsPerReq.toFixed(1)} µs/req` : ''} | ` +
       `${ci(x.throughputChange)} | ${x.p99Ms ? `${x.p99Ms.toFixed(2)} ms` : ''}${x.p99Change ? `, ${ci(x.p99Change)}` : ''} |`),
+    ...againstBothTable,
     ...attributed
   ]
 }
 
 if (require.main === module) main().catch((err) => { console.error(err); process.exit(1) })
-module.exports = { readmeTables }
+module.exports = { readmeTables, againstBoth }
