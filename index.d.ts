@@ -148,6 +148,7 @@ export interface ProfileDetails {
   timerSignal: number
   timerThreads: number
   timerUnwalked: number
+  timerOverHandler: number
   corrupt: number
   noMemory: number
   duplicates: number

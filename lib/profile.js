@@ -272,6 +272,7 @@ function makeStats (raw, labels = null, workers = null) {
       timerSignal: raw.timerSignal || 0,
       timerThreads: raw.timerThreads || 0,
       timerUnwalked: raw.timerUnwalked || 0,
+      timerOverHandler: raw.timerOverHandler || 0,
       corrupt: raw.corrupt,
       noMemory: raw.noMemory,
       duplicates: raw.duplicates,

@@ -296,6 +296,7 @@ static napi_value make_stats(napi_env env, const kf_profile_stats_t *st) {
     if (ts->unarmed)
       CHECK(env, set_str(env, o, "timerArmError", strerror(ts->arm_errno)));
     CHECK(env, set_num(env, o, "timerUnwalked", (double)ts->unwalked));
+    CHECK(env, set_num(env, o, "timerOverHandler", (double)ts->over_handler));
   }
   CHECK(env, set_num(env, o, "samples", (double)st->samples));
   CHECK(env, set_num(env, o, "lost", (double)st->lost));

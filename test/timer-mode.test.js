@@ -116,15 +116,25 @@ t.test('HTTP /start?mode=timer, and a bad mode is a 400', async (t) => {
   t.ok(total(stacks, (s) => s.frames.some((f) => f.startsWith('httpHot '))) > 10, rootSummary(stacks))
 })
 
-// V8's profile of the loop, with kflame's timer sampling it at the same time:
+// V8's profile of a loop, with kflame's timer sampling it at the same time:
 // how many of V8's samples V8 put in bothHot, and V8's busiest leaves.
-function inspectorAndTimer () {
-  const r = noperf('EPERM', ['-e', `
+// bothHot is optimized before either profile starts: V8 shows the builtins
+// that unoptimized code calls (MathSqrt) and its bytecode handlers as leaves
+// of their own, on about half of its samples with or without kflame, so a
+// loop still waiting for its optimized code (a busy machine: one CI run had
+// 67 of 551) would say nothing about kflame.
+t.test('an inspector CPU profile taken at the same time is unharmed', async (t) => {
+  const r = noperf('EPERM', ['--allow-natives-syntax', '-e', `
     const inspector = require('node:inspector')
     const kflame = require('.')
     const session = new inspector.Session()
     session.connect()
     function bothHot () { let x = 0; for (let i = 0; i < 2e5; i++) x += Math.sqrt(i); return x }
+    ;%PrepareFunctionForOptimization(bothHot)
+    bothHot()
+    bothHot()
+    ;%OptimizeFunctionOnNextCall(bothHot)
+    bothHot()
     session.post('Profiler.enable', () => session.post('Profiler.start', () => {
       kflame.start({ hz: 999 })
       const end = Date.now() + 600
@@ -137,28 +147,16 @@ function inspectorAndTimer () {
         console.log(JSON.stringify({ err, mode: p.stats.mode, v8Samples: profile.samples.length, v8Hot: leaves.bothHot || 0, leaves, folded: p.folded }))
       })
     }))`])
-  if (r.status !== 0) throw new Error(`the inspector script failed (${r.status}): ${r.stderr}`)
-  return JSON.parse(r.stdout)
-}
-
-function topLeaves (leaves) {
-  return Object.entries(leaves).sort((a, b) => b[1] - a[1]).slice(0, 5).map(([f, n]) => `${f}=${n}`).join(' ')
-}
-
-t.test('an inspector CPU profile taken at the same time is unharmed', async (t) => {
-  let out = inspectorAndTimer()
-  if (!(out.v8Hot > out.v8Samples * 0.5)) {
-    // Seen once in CI (V8 put 67 of 551 samples in bothHot while kflame put
-    // most of its own there), never in 400 local runs, alone or under load:
-    // say what V8 saw and look once more, so that a second miss fails.
-    t.comment(`V8 saw bothHot in ${out.v8Hot} of ${out.v8Samples} samples (${topLeaves(out.leaves)}); once more`)
-    out = inspectorAndTimer()
-  }
+  t.equal(r.status, 0, r.stderr)
+  const out = JSON.parse(r.stdout)
   t.equal(out.err, null)
   t.equal(out.mode, 'timer')
-  // V8's sampler (SIGPROF, every 1 ms by default) keeps its rate and its view.
-  t.ok(out.v8Samples > 300, `V8's profile has ${out.v8Samples} samples`)
-  t.ok(out.v8Hot > out.v8Samples * 0.5, `V8 sees bothHot in ${out.v8Hot} of ${out.v8Samples} (${topLeaves(out.leaves)})`)
+  // V8's sampler (SIGPROF, every 1 ms by default) keeps its rate and its
+  // view: about 550 samples in 600 ms, 300-350 with both cores busy three
+  // times over (its thread waits for a CPU then, kflame or not).
+  const leaves = Object.entries(out.leaves).sort((a, b) => b[1] - a[1]).slice(0, 5).map(([f, n]) => `${f}=${n}`).join(' ')
+  t.ok(out.v8Samples > 250, `V8's profile has ${out.v8Samples} samples`)
+  t.ok(out.v8Hot > out.v8Samples * 0.5, `V8 sees bothHot in ${out.v8Hot} of ${out.v8Samples} (${leaves})`)
   const stacks = parseFolded(out.folded)
   t.ok(total(stacks, (s) => s.frames.some((f) => f.startsWith('bothHot '))) > total(stacks) * 0.5, rootSummary(stacks))
 })

@@ -52,7 +52,7 @@ typedef struct slot {
   /* Shared with the handler (atomics). */
   uint64_t bounds;   /* pack_bounds() of the thread's stack; 0: unknown */
   uint64_t hint_sp;  /* an sp the handler found outside the bounds */
-  uint64_t lost, unwalked;
+  uint64_t lost, unwalked, over_handler;
   uint32_t wake_sent; /* the handler woke the collector; it clears this */
   uint32_t hint_sent; /* the handler woke it for hint_sp; it clears this */
   /* Collector only. */
@@ -148,9 +148,36 @@ static int context_regs(const void *ucontext, uint64_t *ip, uint64_t *sp,
 #endif
 }
 
+/* Another signal handler's frame, set up just before ours: two signals
+ * pending at once (both came while the thread waited for a CPU, as on a
+ * busy machine) are delivered lowest number first, so another handler's
+ * frame (V8's profiler's SIGPROF, say) is built, then ours on top of it
+ * before any of that handler's instructions ran. A sample there would be
+ * of the other handler's first instruction, over a signal frame no walk
+ * crosses, with the app's own function lost. Its frame holds the app's
+ * context: the kernel's rt_sigframe, whose return address (the restorer
+ * every handler installed through libc returns to, as ours does) is at
+ * the handler's sp, and the ucontext follows it. Returns that ucontext, or
+ * ucontext when the interrupted sp holds no restorer (the common case, and
+ * a handler past its first instruction). At most a few levels. */
+static const void *app_context(const void *ucontext, uint64_t restorer, int *unwrapped) {
+  for (int level = 0; level < 4; level++) {
+    uint64_t ip, sp, bp;
+    if (context_regs(ucontext, &ip, &sp, &bp) != 0 || sp == 0 || (sp & 7) != 0 ||
+        stack_word(sp) != restorer)
+      break;
+    ucontext = (const void *)(uintptr_t)(sp + 8);
+    *unwrapped = 1;
+  }
+  return ucontext;
+}
+
 /* Writes one sample of the interrupted context into the thread's ring. */
 static void take_sample(kf_timer_t *t, slot_t *s, uint64_t periods,
-                        const void *ucontext) {
+                        const void *ucontext, uint64_t restorer) {
+  int unwrapped = 0;
+  ucontext = app_context(ucontext, restorer, &unwrapped);
+  if (unwrapped) __atomic_add_fetch(&s->over_handler, 1, __ATOMIC_RELAXED);
   uint64_t ip, sp, bp;
   if (context_regs(ucontext, &ip, &sp, &bp) != 0) return;
   struct perf_event_mmap_page *meta = s->meta;
@@ -261,7 +288,9 @@ static void on_signal(int signo, siginfo_t *si, void *ucontext) {
     if (s && s->tid == current_tid()) {
       int overrun = si->si_overrun;
       uint64_t periods = 1 + (overrun > 0 ? (uint64_t)overrun : 0);
-      take_sample(t, s, periods < MAX_PERIODS ? periods : MAX_PERIODS, ucontext);
+      /* The kernel entered this handler as a call from the restorer. */
+      uint64_t restorer = (uint64_t)(uintptr_t)__builtin_return_address(0);
+      take_sample(t, s, periods < MAX_PERIODS ? periods : MAX_PERIODS, ucontext, restorer);
     }
   }
   __atomic_sub_fetch(&inflight, 1, __ATOMIC_SEQ_CST);
@@ -273,6 +302,7 @@ static void on_signal(int signo, siginfo_t *si, void *ucontext) {
 static void add_slot_stats(kf_timer_stats_t *st, const slot_t *s) {
   st->lost += __atomic_load_n(&s->lost, __ATOMIC_RELAXED);
   st->unwalked += __atomic_load_n(&s->unwalked, __ATOMIC_RELAXED);
+  st->over_handler += __atomic_load_n(&s->over_handler, __ATOMIC_RELAXED);
   st->corrupt += s->ring.corrupt;
 }
 

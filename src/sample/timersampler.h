@@ -56,6 +56,9 @@
 typedef struct kf_timer_stats {
   uint64_t lost;       /* periods not recorded: the thread's ring was full */
   uint64_t unwalked;   /* samples taken before the thread's stack was known */
+  /* samples whose signal came on top of another handler's frame, before
+   * its first instruction: taken of the app's context that frame holds */
+  uint64_t over_handler;
   uint64_t corrupt;    /* records the ring reader skipped (none expected) */
   uint64_t armed;      /* threads given a timer, in all */
   uint64_t unarmed;    /* threads that could not get one (see arm_errno) */

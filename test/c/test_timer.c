@@ -338,6 +338,88 @@ static void neighbours_untouched(void) {
   CHECK(sigaction(SIGRTMAX, NULL, &sa) == 0 && sa.sa_handler == on_app_signal);
 }
 
+/* Two signals pending at once come lowest number first, each on top of the
+ * last before any handler runs: a sample whose signal lands on another
+ * handler's first instruction is of the context that handler's frame
+ * holds, not of the handler. A thread holds back its timer's signal and a
+ * SIGPROF until both are pending, then lets them in with one call. */
+static void other_handler(int sig) {
+  (void)sig;
+  __atomic_add_fetch(&got[3], 1, __ATOMIC_RELAXED);
+}
+
+static int held_signo;
+static int held_go; /* atomic: 1 once the timer is armed, 2 to end */
+
+static void *held_signals(void *arg) {
+  uint32_t *tid = arg;
+  sigset_t both, old, pending;
+  sigemptyset(&both);
+  sigaddset(&both, SIGPROF);
+  sigaddset(&both, held_signo);
+  pthread_sigmask(SIG_BLOCK, &both, &old);
+  __atomic_store_n(tid, gettid_(), __ATOMIC_RELEASE);
+  while (!__atomic_load_n(&held_go, __ATOMIC_ACQUIRE)) {}
+  for (int round = 0; round < 5; round++) {
+    uint64_t x = 1;
+    do {
+      x = spin_inner(x);
+      sigpending(&pending);
+    } while (!sigismember(&pending, held_signo));
+    __atomic_store_n(&sink, x, __ATOMIC_RELAXED);
+    syscall(SYS_tgkill, getpid(), gettid_(), SIGPROF);
+    pthread_sigmask(SIG_SETMASK, &old, NULL); /* both come in here */
+    pthread_sigmask(SIG_BLOCK, &both, NULL);
+  }
+  return NULL;
+}
+
+static void on_held_record(const struct perf_event_header *h, void *ctx) {
+  seen_t *s = ctx;
+  kf_ring_sample_t rs;
+  if (h->type == PERF_RECORD_SAMPLE && kf_ring_parse_sample(h, s->layout, &rs) == 0 &&
+      rs.nr >= 2 && rs.ips[1] >= (uint64_t)(uintptr_t)other_handler &&
+      rs.ips[1] < (uint64_t)(uintptr_t)other_handler + 16)
+    s->bad++; /* a sample of the other handler's entry */
+  on_record(h, ctx);
+}
+
+static void sample_over_another_handler(void) {
+  struct sigaction sa, old_sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = other_handler;
+  CHECK(sigaction(SIGPROF, &sa, &old_sa) == 0);
+  __atomic_store_n(&held_go, 0, __ATOMIC_RELAXED);
+  kf_timer_stats_t st;
+  /* The signal the sampler will take: open once to learn it. */
+  kf_timer_t *probe = open_timer(999, 0);
+  kf_timer_stats(probe, &st);
+  kf_timer_close(probe);
+  held_signo = st.signo;
+  uint32_t tid = 0;
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, held_signals, &tid) == 0);
+  while (!__atomic_load_n(&tid, __ATOMIC_ACQUIRE)) {}
+  kf_timer_t *t = open_timer(999, 0);
+  kf_timer_stats(t, &st);
+  CHECK(st.signo == held_signo);
+  __atomic_store_n(&held_go, 1, __ATOMIC_RELEASE);
+  seen_t s = {.layout = &kf_timer_info(t)->layout, .pid = (uint32_t)getpid()};
+  pthread_join(th, NULL);
+  kf_timer_drain(t, on_held_record, &s);
+  kf_timer_stats(t, &st);
+  kf_timer_close(t);
+  CHECK(sigaction(SIGPROF, &old_sa, NULL) == 0);
+  CHECK(__atomic_load_n(&got[3], __ATOMIC_RELAXED) == 5);
+  CHECK(s.records_of[index_of(&s, tid) < 0 ? 0 : index_of(&s, tid)] >= 5);
+  CHECK_EQ_U64(s.bad, 0);
+#if !defined(__SANITIZE_THREAD__)
+  /* TSan holds signals back and calls handlers from its own frames: no
+   * kernel frame of another handler is ever under ours there. */
+  CHECK_EQ_U64(st.over_handler, 5);
+#endif
+}
+
 static void *churn(void *arg) {
   (void)arg;
   /* allocation-heavy: a signal lands inside malloc and free */
@@ -571,6 +653,7 @@ static const kftest_case_t cases[] = {
     {"timer: threads started later armed, ended ones let go", later_threads_armed_ended_let_go},
     {"timer: open/close cycles leave no timer, fd, thread, mapping or handler", cycles_leave_nothing},
     {"timer: the app's handlers of other signals still run; the previous action comes back", neighbours_untouched},
+    {"timer: a signal on top of another handler's frame samples the app's context", sample_over_another_handler},
     {"timer: stress: signals in malloc, threads starting and ending", stress_threads_and_allocation},
     {"timer: one sampler at a time", second_open_refused},
     {NULL, NULL},
