@@ -13,6 +13,7 @@
 //   lazy      kflame loaded, the default: no hook, no flag until the first
 //             start()
 //   profiled  the default after a first (short) profile: hook and flag on
+//   between   KFLAME_JIT=profile after a first profile: both off again
 //   load      KFLAME_JIT=load: hook and flag from load
 //   hook      KFLAME_JIT=load with the flag turned off again: the hook alone
 //   off       KFLAME_JIT=off: never either
@@ -35,6 +36,7 @@ const VARIANTS = [
   { name: 'none', env: {} },
   { name: 'lazy', env: {}, kflame: true },
   { name: 'profiled', env: {}, kflame: true, profileFirst: true },
+  { name: 'between', env: { KFLAME_JIT: 'profile' }, kflame: true, profileFirst: true },
   { name: 'load', env: { KFLAME_JIT: 'load' }, kflame: true },
   { name: 'hook', env: { KFLAME_JIT: 'load' }, kflame: true, noFlag: true },
   { name: 'off', env: { KFLAME_JIT: 'off' }, kflame: true }
@@ -122,6 +124,7 @@ const VARIANT_NAMES = {
   none: 'node alone',
   lazy: 'kflame loaded, never started (the default: nothing armed)',
   profiled: 'kflame loaded, after a first profile (hook and flag on)',
+  between: '`KFLAME_JIT=profile`, after a first profile (hook and flag off again)',
   load: 'kflame loaded, `KFLAME_JIT=load` (hook and flag from load)',
   hook: '`KFLAME_JIT=load`, the flag turned off: the hook alone',
   off: 'kflame loaded, `KFLAME_JIT=off`'

@@ -66,7 +66,11 @@ function writePerfMap (path = defaultPerfMapPath()) {
     throw kflameError(Error, 'KFLAME_ERR_JIT_OFF', 'writePerfMap(): the JIT hook is off (KFLAME_JIT=off); unset KFLAME_JIT')
   }
   session.bringJitUp()
-  return { path, lines: binding.writePerfMap(path) }
+  try {
+    return { path, lines: binding.writePerfMap(path) }
+  } finally {
+    session.settleJit()
+  }
 }
 
 module.exports = {

@@ -20,9 +20,12 @@
 // so by default (KFLAME_JIT=lazy) they wait for the first start() (or
 // writePerfMap()) on an isolate, which then pays for V8 reporting the code
 // that exists; they stay on after it, so later starts are quick.
-// KFLAME_JIT=load: from load, before the binding arms the hook; off: never.
-const jitMode = ['load', 'off'].includes(process.env.KFLAME_JIT) ? process.env.KFLAME_JIT : 'lazy'
-const setNativeStackFlag = () => require('node:v8').setFlagsFromString('--interpreted-frames-native-stack')
+// KFLAME_JIT=load: from load, before the binding arms the hook; off: never;
+// profile: only while a profile runs, so every start() pays for V8's report
+// and compiling costs nothing between profiles (settleJit).
+const jitMode = ['load', 'off', 'profile'].includes(process.env.KFLAME_JIT) ? process.env.KFLAME_JIT : 'lazy'
+const setNativeStackFlag = (on = true) =>
+  require('node:v8').setFlagsFromString(on ? '--interpreted-frames-native-stack' : '--no-interpreted-frames-native-stack')
 if (jitMode === 'load') setNativeStackFlag()
 
 const binding = require('./binding')
@@ -38,13 +41,25 @@ let jitUp = false
 function bringJitUp () {
   if (jitUp || jitMode === 'off') return
   jitUp = true
-  if (jitMode === 'lazy') setNativeStackFlag()
+  if (jitMode === 'lazy' || jitMode === 'profile') setNativeStackFlag()
   workers.armWorkers()
 }
 
+// KFLAME_JIT=profile: once no profile runs (it ended, or it was only
+// writePerfMap()), the flag and this isolate's hook go off again. Workers
+// armed through the inspector keep theirs until they end.
+function settleJit () {
+  if (jitMode !== 'profile' || !jitUp || binding.running()) return
+  jitUp = false
+  setNativeStackFlag(false)
+  binding.disarm()
+}
+
 // All of it now, for what will start profiles later (the HTTP endpoints):
-// code V8 optimizes from now on is reported with its inlining.
+// code V8 optimizes from now on is reported with its inlining. Not with
+// KFLAME_JIT=profile, whose point is nothing on between profiles.
 function armJit () {
+  if (jitMode === 'profile') return
   bringJitUp()
   if (jitMode !== 'off') binding.arm()
 }
@@ -62,6 +77,15 @@ const OWNERS = ['application', 'http', 'http-profile', 'continuous', 'register']
 function start (options, { owner = 'application', checked = false } = {}) {
   const o = checked ? options : checkStartOptions(options)
   if (o.jit) bringJitUp()
+  try {
+    return startChecked(o, owner)
+  } catch (err) {
+    settleJit() // a refused start() leaves nothing on
+    throw err
+  }
+}
+
+function startChecked (o, owner) {
   return binding.start({
     hz: o.hz,
     mode: MODES.indexOf(o.mode), // kf_mode_t
@@ -90,6 +114,7 @@ function start (options, { owner = 'application', checked = false } = {}) {
  */
 function stop ({ id, sourceMaps = true } = {}) {
   const raw = id === undefined ? binding.stop() : binding.stop(id)
+  settleJit()
   const profile = profileOf(raw)
   if (sourceMaps && raw.stats.sourceMaps) mapSources(profile)
   return profile
@@ -102,6 +127,7 @@ function stop ({ id, sourceMaps = true } = {}) {
  */
 async function stopAsync ({ id, sourceMaps = true } = {}) {
   const raw = await (id === undefined ? binding.stopAsync() : binding.stopAsync(id))
+  settleJit()
   const profile = profileOf(raw)
   if (sourceMaps && raw.stats.sourceMaps) mapSources(profile)
   return profile
@@ -168,4 +194,4 @@ function owns (id) {
   return s !== null && s.id === id
 }
 
-module.exports = { start, stop, stopAsync, cut, takeWindow, running, status, owns, jitMode, bringJitUp, armJit, OWNERS }
+module.exports = { start, stop, stopAsync, cut, takeWindow, running, status, owns, jitMode, bringJitUp, settleJit, armJit, OWNERS }

@@ -1183,6 +1183,20 @@ static napi_value js_arm(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* disarm(): take this isolate's hook off again (KFLAME_JIT=profile, once
+ * no profile runs): V8 stops building names and positions for what it
+ * compiles, and the code map forgets this isolate's code (the next arm
+ * has V8 report what then exists). */
+static napi_value js_disarm(napi_env env, napi_callback_info info) {
+  (void)info;
+  isolate_hook_t *hook = hook_of(env);
+  if (hook && hook->isolate) {
+    kf_jit_shim_disarm(hook->isolate);
+    hook->isolate = 0;
+  }
+  return NULL;
+}
+
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   napi_property_descriptor props[] = {
       {"start", NULL, js_start, NULL, NULL, NULL, napi_default, NULL},
@@ -1207,6 +1221,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
        napi_default, NULL},
       {"jitArmed", NULL, js_jit_armed, NULL, NULL, NULL, napi_default, NULL},
       {"arm", NULL, js_arm, NULL, NULL, NULL, napi_default, NULL},
+      {"disarm", NULL, js_disarm, NULL, NULL, NULL, napi_default, NULL},
       {"labelOpen", NULL, js_label_open, NULL, NULL, NULL, napi_default, NULL},
       {"labelClose", NULL, js_label_close, NULL, NULL, NULL, napi_default, NULL},
       {"renderSvg", NULL, js_render_svg, NULL, NULL, NULL, napi_default, NULL},

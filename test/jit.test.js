@@ -227,6 +227,60 @@ t.test('KFLAME_JIT arms V8\'s code-event hook at the first start() (lazy, the de
   t.same(JSON.parse(mount.stdout), { mounted: true }, 'default: armed when the HTTP endpoints are set up, before any /start')
 })
 
+// KFLAME_JIT=profile: the hook only while a profile runs. Code compiled
+// between two profiles, while nothing of kflame's was on, is still named in
+// the second: its start() has V8 report the code that exists again. Run
+// where perf_event_open is refused (test/c/noperf), so that a start() can
+// fail after arming (mode 'perf'); the profiles use the timer sampler.
+const PROFILE_ONLY = `
+const kflame = require('.')
+const binding = require('./lib/binding')
+const out = { before: binding.jitArmed() }
+function early (n) { let x = 0; for (let i = 0; i < n; i++) x += i % 7; return x }
+kflame.start({ hz: 999 })
+out.during = binding.jitArmed()
+let end = Date.now() + 300
+while (Date.now() < end) early(1e5)
+const first = kflame.stop()
+out.after = binding.jitArmed()
+const late = eval('(function lateCompiled (n) { let x = 0; for (let i = 0; i < n; i++) x += i % 5; return x })')
+for (let i = 0; i < 200; i++) late(1e5)
+kflame.start({ hz: 999 })
+end = Date.now() + 300
+while (Date.now() < end) late(1e5)
+const second = kflame.stop()
+out.again = binding.jitArmed()
+try { kflame.start({ hz: 999, mode: 'perf' }) } catch (err) { out.refused = err.code }
+out.afterRefused = binding.jitArmed()
+const perfMap = require('node:path').join(require('node:os').tmpdir(), 'kflame-profile-only-' + process.pid + '.map')
+out.perfMapLines = kflame.writePerfMap(perfMap).lines
+require('node:fs').unlinkSync(perfMap)
+out.afterPerfMap = binding.jitArmed()
+console.log(JSON.stringify({ ...out, first: first.folded, second: second.folded, secondArmMs: second.stats.details.startMs.jit }))
+`
+
+t.test('KFLAME_JIT=profile: the hook only while a profile runs, and code compiled between profiles named', async (t) => {
+  const noperf = path.join(__dirname, 'c', 'build', 'noperf')
+  if (!fs.existsSync(noperf)) throw new Error(`${noperf} is missing: run make -C test/c shim`)
+  const r = spawnSync(noperf, ['EPERM', process.execPath, '-e', PROFILE_ONLY], {
+    cwd: path.join(__dirname, '..'), env: { ...process.env, KFLAME_JIT: 'profile' }, encoding: 'utf8', maxBuffer: 64 << 20
+  })
+  t.equal(r.status, 0, r.stderr)
+  const out = JSON.parse(r.stdout)
+  t.same({ before: out.before, during: out.during, after: out.after, again: out.again },
+    { before: false, during: true, after: false, again: false }, 'armed by each start(), disarmed by each stop()')
+  t.equal(out.refused, 'KFLAME_ERR_PERF_DENIED')
+  t.equal(out.afterRefused, false, 'a start() refused after arming leaves it off')
+  t.ok(out.perfMapLines > 0, `writePerfMap() arms for the map (${out.perfMapLines} lines)`)
+  t.equal(out.afterPerfMap, false, 'and leaves it off')
+  t.ok(out.secondArmMs > 0, `the second start() had V8 report the code that exists again (${out.secondArmMs} ms)`)
+  const first = parseFolded(out.first)
+  const second = parseFolded(out.second)
+  t.ok(total(first, (s) => s.frames.some((f) => f.startsWith('early '))) > total(first) * 0.5, 'early named in the first profile')
+  t.ok(total(second, (s) => s.frames.some((f) => f.startsWith('lateCompiled '))) > total(second) * 0.5,
+    'lateCompiled, compiled while nothing was armed, named in the second')
+})
+
 t.test('lazy arming: KFLAME_JIT=lazy arms at the first start()', async (t) => {
   const r = runFixture('js-split.js', [], [], { KFLAME_JIT: 'lazy' })
   checkSplit(t, r)
