@@ -56,8 +56,9 @@ typedef struct kf_sampler_opts {
   kf_event_t event;
   int kernel;           /* 1: try kernel frames; falls back to user-only */
   uint32_t ring_pages;  /* data pages per CPU ring, a power of two; 0: 64
-                           with stack copies, else 16 (timer: per thread,
-                           32 with stack copies, else 16) */
+                           with stack copies (up to 256 at high rates:
+                           default_ring_pages), else 16 (timer: per
+                           thread, 32 with stack copies, else 16) */
   /* Bytes of each sampled user stack to copy from its stack pointer on,
    * with the registers that walk it (PERF_SAMPLE_REGS_USER and
    * PERF_SAMPLE_STACK_USER, see KF_SAMPLER_USER_REGS); 0: none. A multiple
@@ -81,7 +82,9 @@ typedef struct kf_sampler_info {
   int kernel_refused;    /* kernel frames were asked for but not allowed */
   int inherit_thread;    /* 0: kernel < 5.13, children of fork() inherit too */
   uint32_t ring_pages;   /* what the locked-memory budget allowed */
-  uint32_t ring_pages_asked; /* opts' or the default */
+  uint32_t ring_pages_asked; /* opts', or the smallest default (64 with
+                                stack copies, else 16): cut below it by the
+                                locked-memory limit is a warning */
   uint32_t scope;        /* KF_SCOPE_THREADS or KF_SCOPE_CPUS */
   int scope_errno;       /* AUTO: why CPU-wide events were not used (0:
                             not tried, or in use) */
