@@ -229,7 +229,6 @@ async function main () {
     // the kernel's part alone (switch events, programs, callchain walks and
     // stack copies are system time): less noisy than the JS's user time
     const sysRatios = mine.map((x) => (x.sysMs / x.requests - base(x).sysMs / base(x).requests) / perReq(base(x)))
-    const rate = (x) => x.requests / x.wallMs
     const throughput = mine.map((x) => rate(x) / rate(base(x)) - 1)
     const p99 = mine.map((x) => x.p99Ms / base(x).p99Ms - 1)
     return {
@@ -340,6 +339,7 @@ const KIND_NAMES = {
   'perf-99': 'floor: `perf record -F 99 -g -p` (its own process apart)'
 }
 const perReq = (x) => x.cpuMs / x.requests
+const rate = (x) => x.requests / x.wallMs
 
 // A kind's changes against each round's two unprofiled windows together
 // ('none' and the A/A window 'none-again': their geometric mean), which
@@ -352,7 +352,6 @@ function againstBoth (runs, kind) {
     if (a && b) pairs.push([x, a, b])
   }
   if (!pairs.length) return null
-  const rate = (x) => x.requests / x.wallMs
   const change = (f) => pairs.map(([x, a, b]) => f(x) / Math.sqrt(f(a) * f(b)) - 1)
   return {
     extraCpuPerReq: summarize(change(perReq), 11),

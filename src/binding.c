@@ -54,10 +54,15 @@ static void arm(isolate_hook_t *hook) {
   if (!hook->isolate) hook->isolate = kf_jit_shim_arm();
 }
 
+static void unhook(isolate_hook_t *hook) {
+  if (hook->isolate) kf_jit_shim_disarm(hook->isolate);
+  hook->isolate = 0;
+}
+
 static void disarm(napi_env env, void *data, void *hint) {
   (void)env, (void)hint;
   isolate_hook_t *hook = data;
-  if (hook->isolate) kf_jit_shim_disarm(hook->isolate);
+  unhook(hook);
   free(hook);
 }
 
@@ -1190,10 +1195,7 @@ static napi_value js_arm(napi_env env, napi_callback_info info) {
 static napi_value js_disarm(napi_env env, napi_callback_info info) {
   (void)info;
   isolate_hook_t *hook = hook_of(env);
-  if (hook && hook->isolate) {
-    kf_jit_shim_disarm(hook->isolate);
-    hook->isolate = 0;
-  }
+  if (hook) unhook(hook);
   return NULL;
 }
 

@@ -240,6 +240,13 @@ static uint64_t stamp_at(kf_jitframes_t *j, uint64_t addr) {
   return stamp;
 }
 
+/* Whether an answer cached for `addr` from a lookup that gave `stamp` and
+ * `stable_since` holds for a sample at `time`. */
+static int still_holds(kf_jitframes_t *j, uint64_t addr, uint64_t time,
+                       uint64_t stamp, uint64_t stable_since) {
+  return time >= stable_since && stamp == stamp_at(j, addr);
+}
+
 /* The token of the code at addr at `time` into *token, with what it is and
  * its name (name[NAME_BYTES]). Returns 1, 0 when the map knows no code
  * there, or -ENOMEM. */
@@ -417,8 +424,7 @@ static int frame_function(kf_jitframes_t *j, uint64_t time,
   if (kf_v8frames_bytecode(j->layout, stack, fp, &bytecode)) return 0;
   cached_function_t *c =
       j->functions ? &j->functions[kf_hash_mix(bytecode) & (FUNCTION_CACHE_SLOTS - 1)] : NULL;
-  if (c && c->bytecode == bytecode && time >= c->stable_since &&
-      c->stamp == stamp_at(j, bytecode)) {
+  if (c && c->bytecode == bytecode && still_holds(j, bytecode, time, c->stamp, c->stable_since)) {
     *token = c->token;
     return c->token != 0;
   }
@@ -595,8 +601,7 @@ static int code_at(kf_jitframes_t *j, uint64_t at, uint64_t time,
                    uint64_t chain[KF_JITFRAMES_MAX_INLINED], int *ninlined,
                    int *exact, int *unnamed, int *unreported) {
   cached_frame_t *c = j->cache ? &j->cache[kf_hash_mix(at) & (CACHE_SLOTS - 1)] : NULL;
-  if (c && c->addr == at && time >= c->stable_since &&
-      c->stamp == stamp_at(j, at) &&
+  if (c && c->addr == at && still_holds(j, at, time, c->stamp, c->stable_since) &&
       (c->names == NO_NAMES || c->names == kf_codemap_bytecode_generation(j->map))) {
     j->stats.cache_hits++;
     *token = c->token;

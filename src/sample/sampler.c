@@ -463,16 +463,22 @@ static int by_id(const void *a, const void *b) {
   return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* The rings' size when opts leave it to kflame: 16 pages without stack
- * copies; with them 64, or more at high rates, so that the collector,
- * woken at half a ring, wakes about 25 times a second per CPU at most:
- * each wake-up can take the sampled thread's CPU from it, and at 999 Hz
- * with the 16 KiB copy 256 pages rather than 64 saved it 0.4-0.7% of its
- * CPU (three runs of alternating windows). At most 256 pages (1 MiB). */
+/* The rings' size at every rate when opts leave it to kflame: 16 pages
+ * without stack copies, 64 with them. */
+static uint32_t smallest_default_pages(const kf_sampler_opts_t *opts) {
+  return opts->stack_bytes ? 64 : 16;
+}
+
+/* The rings' size when opts leave it to kflame: the smallest default, and
+ * with stack copies more at high rates, so that the collector, woken at
+ * half a ring, wakes about 25 times a second per CPU at most: each wake-up
+ * can take the sampled thread's CPU from it, and at 999 Hz with the 16 KiB
+ * copy 256 pages rather than 64 saved it 0.4-0.7% of its CPU (three runs
+ * of alternating windows). At most 256 pages (1 MiB). */
 static uint32_t default_ring_pages(const kf_sampler_opts_t *opts, size_t page_size) {
-  if (!opts->stack_bytes) return 16;
+  uint32_t pages = smallest_default_pages(opts);
+  if (!opts->stack_bytes) return pages;
   uint64_t bytes_per_second = (uint64_t)(opts->hz ? opts->hz : 99) * (opts->stack_bytes + 1024u);
-  uint32_t pages = 64;
   while (pages < 256 && (uint64_t)pages * page_size / 2 < bytes_per_second / 25) pages *= 2;
   return pages;
 }
@@ -487,8 +493,7 @@ int kf_sampler_open(const kf_sampler_opts_t *opts, kf_sampler_t **out,
                                         : default_ring_pages(opts, s->page_size);
   /* A locked-memory budget that cuts a larger default back to the size
    * every rate had before is no loss worth a warning. */
-  s->info.ring_pages_asked = opts->ring_pages ? opts->ring_pages
-                             : opts->stack_bytes ? 64 : 16;
+  s->info.ring_pages_asked = opts->ring_pages ? opts->ring_pages : smallest_default_pages(opts);
   s->info.kernel = opts->kernel;
   s->info.inherit_thread = 1;
   s->info.scope = KF_SCOPE_THREADS;

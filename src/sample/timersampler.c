@@ -159,27 +159,28 @@ static int context_regs(const void *ucontext, uint64_t *ip, uint64_t *sp,
  * every handler installed through libc returns to, as ours does) is at
  * the handler's sp, and the ucontext follows it. Returns that ucontext, or
  * ucontext when the interrupted sp holds no restorer (the common case, and
- * a handler past its first instruction). At most a few levels. */
-static const void *app_context(const void *ucontext, uint64_t restorer, int *unwrapped) {
-  for (int level = 0; level < 4; level++) {
-    uint64_t ip, sp, bp;
-    if (context_regs(ucontext, &ip, &sp, &bp) != 0 || sp == 0 || (sp & 7) != 0 ||
-        stack_word(sp) != restorer)
-      break;
-    ucontext = (const void *)(uintptr_t)(sp + 8);
-    *unwrapped = 1;
+ * a handler past its first instruction). At most a few levels. The
+ * registers of the context taken into *ip, *sp, *bp: returns 0, 1 when
+ * it was another handler's frame's, or -1 when they cannot be read. */
+static int app_regs(const void *ucontext, uint64_t restorer, uint64_t *ip,
+                    uint64_t *sp, uint64_t *bp) {
+  int unwrapped = 0;
+  for (int level = 0;; level++) {
+    if (context_regs(ucontext, ip, sp, bp) != 0) return -1;
+    if (level == 4 || *sp == 0 || (*sp & 7) != 0 || stack_word(*sp) != restorer)
+      return unwrapped;
+    ucontext = (const void *)(uintptr_t)(*sp + 8);
+    unwrapped = 1;
   }
-  return ucontext;
 }
 
 /* Writes one sample of the interrupted context into the thread's ring. */
 static void take_sample(kf_timer_t *t, slot_t *s, uint64_t periods,
                         const void *ucontext, uint64_t restorer) {
-  int unwrapped = 0;
-  ucontext = app_context(ucontext, restorer, &unwrapped);
-  if (unwrapped) __atomic_add_fetch(&s->over_handler, 1, __ATOMIC_RELAXED);
   uint64_t ip, sp, bp;
-  if (context_regs(ucontext, &ip, &sp, &bp) != 0) return;
+  int unwrapped = app_regs(ucontext, restorer, &ip, &sp, &bp);
+  if (unwrapped < 0) return;
+  if (unwrapped) __atomic_add_fetch(&s->over_handler, 1, __ATOMIC_RELAXED);
   struct perf_event_mmap_page *meta = s->meta;
   uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_RELAXED);
   uint64_t tail = __atomic_load_n(&meta->data_tail, __ATOMIC_ACQUIRE);
