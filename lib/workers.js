@@ -62,9 +62,28 @@ function onMessage (session, { params }) {
   session.post('NodeWorker.detach', { sessionId: params.sessionId }, () => {})
 }
 
-// Starts arming workers (once per isolate). Never throws: a failure is
-// kept for status().
+// Whether this isolate may have a worker. None can before node's Worker
+// class is loaded (internal/worker, listed in process.moduleLoadList), and
+// from kflame's load on, process's 'worker' event tells of each new one.
+// Until then the inspector is not loaded (2 ms at the first start()) and no
+// session is connected: most apps have no worker.
+const WORKER_CLASS = 'NativeModule internal/worker'
+let workerSeen = !Array.isArray(process.moduleLoadList) || process.moduleLoadList.includes(WORKER_CLASS)
+let wanted = false
+process.on('worker', () => {
+  workerSeen = true
+  if (wanted) connect()
+})
+
+// Arms this isolate's workers from now on: those that exist now (once per
+// isolate) and those created later. Never throws: a failure is kept for
+// status().
 function armWorkers () {
+  wanted = true
+  if (workerSeen) connect()
+}
+
+function connect () {
   if (state.session) return
   let inspector
   try {

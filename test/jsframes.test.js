@@ -249,6 +249,26 @@ t.test('inlined functions get frames of their own, marked _[i]', async (t) => {
   t.ok(total(plain.stacks, has(frame('square', 7, 17, 'j'))) > 100, 'square is a frame of its own')
 })
 
+t.test('no worker at the first start(): the inspector waits for one, and a worker made later is named', async (t) => {
+  // Without tap's NODE_OPTIONS (set again on every child node it sees
+  // spawned): its --import loads the inspector and runs loader hooks on a
+  // worker of their own.
+  const fixture = path.join(__dirname, 'fixtures', 'worker-late.js')
+  const run = spawnSync('env', ['-u', 'NODE_OPTIONS', process.execPath, fixture], { encoding: 'utf8', maxBuffer: 64 << 20 })
+  t.equal(run.status, 0, run.stderr)
+  const r = JSON.parse(run.stdout)
+  r.stacks = parseFolded(r.folded)
+  t.equal(r.inspectorAtStart, false, 'start() loaded no inspector: no worker could exist yet')
+  t.equal(r.inspectorAtEnd, true, 'the worker\'s creation brought it in')
+  const worker = r.stacks.filter((s) => /^worker-thread-\d+$/.test(s.frames[0]))
+  const inTask = worker.filter(has(/^\(anonymous\) \[worker eval\]:\d+:\d+_\[j\]$/))
+  const hot = total(inTask, has(/^lateHot \[worker eval\]:2:\d+_\[j\]$/))
+  t.ok(total(inTask) > 300, `the worker's script in ${total(inTask)} of ${total(worker)} samples`)
+  t.ok(hot >= 0.9 * total(inTask), `lateHot named in ${hot} of ${total(inTask)}`)
+  t.equal(r.stats.details.workersArmed, 1)
+  t.equal(r.stats.details.workersFailed, 0)
+})
+
 t.test('a worker kflame cannot hook: [jit] frames and a warning, never [unknown]', async (t) => {
   const r = runFixture('worker-unhooked.js')
   const worker = r.stacks.filter((s) => /^worker-thread-\d+$/.test(s.frames[0]))
