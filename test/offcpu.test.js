@@ -269,9 +269,18 @@ t.test('kflame/register (KFLAME_WHAT, KFLAME_MAX_SWITCH_RATE) and kflame --what,
   r = spawnSync(process.execPath, [path.join(__dirname, '..', 'bin', 'kflame.js'), '--max-switch-rate', 'lots', process.execPath, '-e', '1'], { encoding: 'utf8' })
   t.equal(r.status, 2)
   t.match(r.stderr, /--max-switch-rate must be a whole number/)
+  // The same flake as above (seen once in CI on Node 24 here): at most
+  // three runs, each miss logged.
   const cliOut = path.join(dir, 'cli.folded')
-  r = spawnSync(process.execPath, [path.join(__dirname, '..', 'bin', 'kflame.js'), '--what', 'both', '--source-maps',
-    '-o', cliOut, process.execPath, '-e', SLEEPER], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } })
+  let cli
+  for (let attempt = 0; attempt < 3; attempt++) {
+    r = spawnSync(process.execPath, [path.join(__dirname, '..', 'bin', 'kflame.js'), '--what', 'both', '--source-maps',
+      '-o', cliOut, process.execPath, '-e', SLEEPER], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } })
+    if (r.status !== 0) break
+    cli = fs.readFileSync(cliOut, 'utf8')
+    if (napped.test(cli)) break
+    t.comment(`CLI attempt ${attempt + 1}: no napInScript off-CPU sample`)
+  }
   t.equal(r.status, 0, r.stderr)
-  t.match(fs.readFileSync(cliOut, 'utf8'), /^main;\[off-cpu\];.*napInScript /m)
+  t.match(cli, napped)
 })
