@@ -4,7 +4,7 @@
 // perf_event_open) costs the app, beside perf mode and V8's own CPU
 // profiler, at 99 and 999 samples per second.
 //
-//   node bench/timermode.js [--quick] [--rounds N] [--window-ms 150] [--seed N]
+//   node bench/timermode.js [--quick] [--rounds N] [--window-ms 150] [--lead-ms 0] [--seed N]
 //     [--json bench/results/timermode.json]
 //
 // Method: alternating windows in one process (bench/windows.js). A child
@@ -24,6 +24,11 @@
 // Timer mode's signals come at the scheduler tick (CONFIG_HZ): above it,
 // one signal stands for several periods. "signals/window" counts the
 // handler's runs (stack copies), "samples/window" the periods.
+//
+// --lead-ms N: N ms of untimed work after the profiler's start (after the
+// GC and fresh functions, in every kind, unprofiled too) before the timed
+// part. With 0 the timed part includes what follows start() at once, when
+// V8's helper threads are still busy with that GC and those compiles.
 
 const { machineNotes, machineLine, writeResults, option, median } = require('./common')
 const { MARK, runChild, windowsSetup, timedUnits, alternate, addonMtime, schedNs, findThread, summarize, extraPerUnit } = require('./windows')
@@ -41,7 +46,7 @@ const NAMES = {
 
 // --- the child ---------------------------------------------------------------------
 
-function costChild ({ rounds, windowMs, seed }) {
+function costChild ({ rounds, windowMs, leadMs = 0, seed }) {
   const { gc, w, kflame, addon0 } = windowsSetup('cost')
   const session = new (require('node:inspector').Session)()
   session.connect()
@@ -62,6 +67,7 @@ function costChild ({ rounds, windowMs, seed }) {
       session.post('Profiler.setSamplingInterval', { interval: Math.round(1e6 / hz) })
       session.post('Profiler.start')
     }
+    if (leadMs) sink += timedUnits(w, leadMs).sink
     const { sink: s, ...timed } = timedUnits(w, windowMs)
     sink += s
     const r = { kind, ...timed }
@@ -117,7 +123,8 @@ function formatTables (r) {
   const ci = (s) => s ? `${pct(s.median)} [${pct(s.ci95[0])}, ${pct(s.ci95[1])}]` : '-'
   const num = (x, d = 1) => x === null || x === undefined ? '-' : x.toFixed(d)
   const out = []
-  out.push(`Cost: ${r.rounds} rounds of ${KINDS.length} alternating ~${r.windowMs} ms windows in one process; ` +
+  const lead = r.leadMs ? ` (each after ${r.leadMs} ms of untimed work with the profiler on)` : ''
+  out.push(`Cost: ${r.rounds} rounds of ${KINDS.length} alternating ~${r.windowMs} ms windows${lead} in one process; ` +
     'extra per unit of work, median of per-round ratios [bootstrap 95% interval]')
   out.push('')
   out.push('| kind | extra main-thread CPU | extra wall time | samples/window | signals/window | collector µs/sample | lost | stop ms |')
@@ -142,17 +149,18 @@ function main () {
   const quick = args.includes('--quick')
   const rounds = Number(option(args, '--rounds')) || (quick ? 6 : 40)
   const windowMs = Number(option(args, '--window-ms')) || 150
+  const leadMs = Number(option(args, '--lead-ms')) || 0
   const seed = Number(option(args, '--seed')) || 1
   const jsonOut = option(args, '--json')
   console.error(`cost: ${rounds} rounds × ${KINDS.length} windows ...`)
-  const cost = runChild(__filename, ['--expose-gc'], { rounds, windowMs, seed })
+  const cost = runChild(__filename, ['--expose-gc'], { rounds, windowMs, leadMs, seed })
   const notes = []
   if (new Set(cost.addon.map(String)).size > 1) notes.push(`the addon was rebuilt during the run (${cost.addon.join(', ')})`)
   const rows = costRows(cost.runs, seed)
   for (const row of rows) {
     if (row.modes && row.modes.some((m) => m !== row.kind.split('-')[0])) notes.push(`${row.kind} ran in mode ${row.modes.join('/')}`)
   }
-  const result = { quick, rounds, windowMs, seed, kinds: KINDS, addonMtime: cost.addon[0], notes, cost: rows, runs: cost.runs }
+  const result = { quick, rounds, windowMs, leadMs, seed, kinds: KINDS, addonMtime: cost.addon[0], notes, cost: rows, runs: cost.runs }
   console.log(`timermode: ${machineLine(machine)}`)
   console.log(formatTables(result).join('\n'))
   for (const n of notes) console.log(`\nnote: ${n}`)
