@@ -57,9 +57,13 @@ function runWithFaults (script, env) {
 }
 
 // Runs a fixture of test/fixtures in a child node with V8 flags; the
-// fixture prints { folded, stats, truth } as JSON.
-function runFixture (name, nodeFlags = [], args = [], env = {}) {
-  const r = spawnSync(process.execPath, [...nodeFlags, path.join(__dirname, 'fixtures', name), ...args], {
+// fixture prints { folded, stats, truth } as JSON. `bare`: without the test
+// runner's NODE_OPTIONS, which tap sets again on every child node it sees
+// spawned (its --import loads the inspector and runs loader hooks on a
+// worker of their own), so the child goes through env -u.
+function runFixture (name, nodeFlags = [], args = [], env = {}, { bare = false } = {}) {
+  const argv = [...nodeFlags, path.join(__dirname, 'fixtures', name), ...args]
+  const r = spawnSync(bare ? 'env' : process.execPath, bare ? ['-u', 'NODE_OPTIONS', process.execPath, ...argv] : argv, {
     env: { ...process.env, ...env },
     encoding: 'utf8',
     maxBuffer: 64 << 20

@@ -250,14 +250,8 @@ t.test('inlined functions get frames of their own, marked _[i]', async (t) => {
 })
 
 t.test('no worker at the first start(): the inspector waits for one, and a worker made later is named', async (t) => {
-  // Without tap's NODE_OPTIONS (set again on every child node it sees
-  // spawned): its --import loads the inspector and runs loader hooks on a
-  // worker of their own.
-  const fixture = path.join(__dirname, 'fixtures', 'worker-late.js')
-  const run = spawnSync('env', ['-u', 'NODE_OPTIONS', process.execPath, fixture], { encoding: 'utf8', maxBuffer: 64 << 20 })
-  t.equal(run.status, 0, run.stderr)
-  const r = JSON.parse(run.stdout)
-  r.stacks = parseFolded(r.folded)
+  // Bare: tap's NODE_OPTIONS would load the inspector (and a worker) first.
+  const r = runFixture('worker-late.js', [], [], {}, { bare: true })
   t.equal(r.inspectorAtStart, false, 'start() loaded no inspector: no worker could exist yet')
   t.equal(r.inspectorAtEnd, true, 'the worker\'s creation brought it in')
   const worker = r.stacks.filter((s) => /^worker-thread-\d+$/.test(s.frames[0]))
