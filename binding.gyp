@@ -30,6 +30,7 @@
         "src/symbols/kallsyms.c",
         "src/symbols/procmaps.c",
         "src/util/readfile.c",
+        "src/util/parked.c",
         "src/collect/threadrole.c",
         "src/util/error.c",
         "src/jit/jitname.c",

@@ -79,7 +79,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { machineNotes, machineLine, writeResults, option, perfCheck, perfRecordArgv, perfScript, foldPerfScript, foldedToMap, mulberry32, median } = require('./common')
-const { mainCpuNs, schedNs, findThread, shuffle, summarize, extraPerUnit, runChild } = require('./windows')
+const { mainCpuNs, collectorCpu, shuffle, summarize, extraPerUnit, runChild } = require('./windows')
 
 const MARK = 'KFLAME_BENCH_RESULT '
 const WORKLOADS = ['memmove', 'sha256', 'deflate', 'qsort', 'nofp']
@@ -170,11 +170,10 @@ function costChild ({ rounds, windowMs, seed }) {
   const work = makeWork('memmove')
   const window = (kind) => {
     const [dw, rate] = kind === 'none' ? [null, 0] : kind.split('-')
-    let collector = null
+    let collectorMs = null
     if (dw) {
       kflame.start({ hz: Number(rate), dwarf: dw === 'dwarf' })
-      const tid = findThread('kflame-collect')
-      collector = tid && `/proc/self/task/${tid}/schedstat`
+      collectorMs = collectorCpu()
     }
     const c0 = mainCpuNs()
     const end = process.hrtime.bigint() + BigInt(windowMs * 1e6)
@@ -182,7 +181,7 @@ function costChild ({ rounds, windowMs, seed }) {
     do { work(); units++ } while (process.hrtime.bigint() < end)
     const r = { kind, units, cpuMs: (mainCpuNs() - c0) / 1e6 }
     if (dw) {
-      r.collectorMs = collector ? schedNs(collector) / 1e6 : null
+      r.collectorMs = collectorMs()
       const p = kflame.stop()
       r.samples = p.stats.samples
       r.dwarfTried = p.stats.details.dwarfTried

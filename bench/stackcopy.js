@@ -47,7 +47,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { median, mulberry32, machineNotes, machineLine, writeResults, option } = require('./common')
 const {
-  MARK, runChild: runChildOf, ROOT, windowsSetup, timedUnits, alternate, loadKflame, addonMtime, schedNs, findThread, shuffle, summarize, extraPerUnit
+  MARK, runChild: runChildOf, ROOT, windowsSetup, timedUnits, alternate, loadKflame, addonMtime, collectorCpu, shuffle, summarize, extraPerUnit
 } = require('./windows')
 
 const DEFAULT_SIZES = [0, 4096, 8192, 16384, 32768]
@@ -99,17 +99,16 @@ function costChild ({ sizes, hz, rounds, windowMs, seed }) {
     w.freshPool()
     const profiled = kind !== 'none'
     const stackBytes = profiled ? Number(kind.slice(3)) : null
-    let collectorStat = null
+    let collectorMs = null
     if (profiled) {
       kflame.start({ hz, stackBytes })
-      const tid = findThread('kflame-collect')
-      collectorStat = tid && `/proc/self/task/${tid}/schedstat`
+      collectorMs = collectorCpu()
     }
     const { sink: s, ...timed } = timedUnits(w, windowMs)
     sink += s
     const r = { kind, ...timed }
     if (profiled) {
-      r.collectorMs = collectorStat ? schedNs(collectorStat) / 1e6 : null
+      r.collectorMs = collectorMs()
       const s0 = process.hrtime.bigint()
       const p = kflame.stop()
       r.stopMs = Number(process.hrtime.bigint() - s0) / 1e6

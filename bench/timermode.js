@@ -25,18 +25,24 @@
 // one signal stands for several periods. "signals/window" counts the
 // handler's runs (stack copies), "samples/window" the periods.
 //
+// fresh-99 is perf mode at 99 Hz with KFLAME_PARK=off: the collector on a
+// thread created at start() and ended by stop(), as before kflame kept one
+// parked between profiles (src/util/parked.h): what a new thread costs the
+// app's thread right after start().
+//
 // --lead-ms N: N ms of untimed work after the profiler's start (after the
 // GC and fresh functions, in every kind, unprofiled too) before the timed
 // part. With 0 the timed part includes what follows start() at once, when
 // V8's helper threads are still busy with that GC and those compiles.
 
 const { machineNotes, machineLine, writeResults, option, median } = require('./common')
-const { MARK, runChild, windowsSetup, timedUnits, alternate, addonMtime, schedNs, findThread, summarize, extraPerUnit } = require('./windows')
+const { MARK, runChild, windowsSetup, timedUnits, alternate, addonMtime, collectorCpu, summarize, extraPerUnit } = require('./windows')
 
-const KINDS = ['none', 'perf-99', 'timer-99', 'v8-99', 'perf-999', 'timer-999', 'v8-999']
+const KINDS = ['none', 'perf-99', 'fresh-99', 'timer-99', 'v8-99', 'perf-999', 'timer-999', 'v8-999']
 const NAMES = {
   none: 'unprofiled',
   'perf-99': 'kflame perf mode, 99 Hz',
+  'fresh-99': 'the same, collector on a new thread (KFLAME_PARK=off)',
   'timer-99': 'kflame timer mode, 99 Hz',
   'v8-99': "V8's profiler, 10101 µs",
   'perf-999': 'kflame perf mode, 999 Hz',
@@ -58,11 +64,12 @@ function costChild ({ rounds, windowMs, leadMs = 0, seed }) {
     w.freshPool()
     const [tool, rate] = kind === 'none' ? ['none', 0] : kind.split('-')
     const hz = Number(rate)
-    let collectorStat = null
-    if (tool === 'perf' || tool === 'timer') {
-      kflame.start({ hz, mode: tool })
-      const tid = findThread('kflame-collect')
-      collectorStat = tid && `/proc/self/task/${tid}/schedstat`
+    let collectorMs = null
+    if (tool === 'perf' || tool === 'timer' || tool === 'fresh') {
+      if (tool === 'fresh') process.env.KFLAME_PARK = 'off'
+      kflame.start({ hz, mode: tool === 'fresh' ? 'perf' : tool })
+      delete process.env.KFLAME_PARK
+      collectorMs = collectorCpu()
     } else if (tool === 'v8') {
       session.post('Profiler.setSamplingInterval', { interval: Math.round(1e6 / hz) })
       session.post('Profiler.start')
@@ -72,8 +79,8 @@ function costChild ({ rounds, windowMs, leadMs = 0, seed }) {
     sink += s
     const r = { kind, ...timed }
     const s0 = process.hrtime.bigint()
-    if (tool === 'perf' || tool === 'timer') {
-      r.collectorMs = collectorStat ? schedNs(collectorStat) / 1e6 : null
+    if (collectorMs) {
+      r.collectorMs = collectorMs()
       const p = kflame.stop()
       r.samples = p.stats.samples
       r.signals = p.stats.details.stackCopies
@@ -158,7 +165,7 @@ function main () {
   if (new Set(cost.addon.map(String)).size > 1) notes.push(`the addon was rebuilt during the run (${cost.addon.join(', ')})`)
   const rows = costRows(cost.runs, seed)
   for (const row of rows) {
-    if (row.modes && row.modes.some((m) => m !== row.kind.split('-')[0])) notes.push(`${row.kind} ran in mode ${row.modes.join('/')}`)
+    if (row.modes && row.modes.some((m) => m !== row.kind.split('-')[0].replace('fresh', 'perf'))) notes.push(`${row.kind} ran in mode ${row.modes.join('/')}`)
   }
   const result = { quick, rounds, windowMs, leadMs, seed, kinds: KINDS, addonMtime: cost.addon[0], notes, cost: rows, runs: cost.runs }
   console.log(`timermode: ${machineLine(machine)}`)

@@ -57,6 +57,22 @@ function findThread (comm) {
   return null
 }
 
+// The collector's CPU from now on: a function giving its ms since the call
+// (null when no collector runs). Its thread is the one kflame keeps parked
+// between profiles, so its schedstat counts every earlier profile too; with
+// KFLAME_PARK=off the profile's own thread runs it beside the idle parked
+// one, so every kflame-collect is summed. A thread that sleeps between
+// drains has schedstat exact at each switch.
+function collectorCpu () {
+  const files = fs.readdirSync('/proc/self/task').filter((tid) => {
+    try { return fs.readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() === 'kflame-collect' } catch { return false }
+  }).map((tid) => `/proc/self/task/${tid}/schedstat`)
+  if (!files.length) return () => null
+  const total = () => files.reduce((sum, f) => sum + (schedNs(f) || 0), 0)
+  const ns0 = total()
+  return () => (total() - ns0) / 1e6
+}
+
 function shuffle (xs, rand) {
   const a = [...xs]
   for (let i = a.length - 1; i > 0; i--) {
@@ -242,5 +258,5 @@ module.exports = {
   windowsSetup,
   timedUnits,
   alternate,
-  ROOT, sleepMs, loadKflame, addonMtime, schedNs, mainCpuNs, findThread, shuffle, makeMixedWorkload, quantile, summarize, extraPerUnit
+  ROOT, sleepMs, loadKflame, addonMtime, schedNs, mainCpuNs, findThread, collectorCpu, shuffle, makeMixedWorkload, quantile, summarize, extraPerUnit
 }

@@ -102,6 +102,10 @@ function startChecked (o, owner) {
     maxSwitchRate: o.maxSwitchRate,
     sourceMaps: o.sourceMaps,
     perfMap: o.perfMap || undefined,
+    // KFLAME_PARK=off: the collector on a thread of its own, ended by stop(),
+    // instead of the one kflame keeps parked between profiles (read at every
+    // start, so a benchmark can compare both in one process).
+    park: process.env.KFLAME_PARK !== 'off',
     owner: OWNERS.includes(owner) ? owner : 'application'
   })
 }

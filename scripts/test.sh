@@ -13,8 +13,8 @@ echo "== C unit tests"
 make -s -C test/c run
 echo "== C unit tests under AddressSanitizer and UBSan"
 make -s -C test/c run SANITIZE=1
-echo "== code map, line tables, label log, renderer, timer sampler and collector windows under ThreadSanitizer"
-make -s -C test/c run TSAN=1 TESTS="test_codemap test_unwind test_labels test_svg test_timer test_collector"
+echo "== code map, line tables, label log, renderer, timer sampler, collector windows and the parked thread under ThreadSanitizer"
+make -s -C test/c run TSAN=1 TESTS="test_codemap test_unwind test_labels test_svg test_timer test_collector test_parked"
 echo "== fuzzing (${KFLAME_FUZZ_SECONDS:-15} s per target)"
 scripts/fuzz.sh "${KFLAME_FUZZ_SECONDS:-15}"
 make -s -C test/c shim

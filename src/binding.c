@@ -192,6 +192,7 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
   uint32_t mode = KF_MODE_AUTO, timeline_max = KF_TIMELINE_DEFAULT_MAX;
   char owner[sizeof session.owner] = "application";
   opts.dwarf = 1;
+  opts.park = 1;
   char perf_map_path[4096];
   napi_value perf_map_v;
   if (argc < 1 || get_u32(env, argv[0], "hz", &so->hz) ||
@@ -203,6 +204,7 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
       get_bool(env, argv[0], "taskClock", &task_clock) ||
       get_bool(env, argv[0], "jit", &jit) ||
       get_bool(env, argv[0], "tiers", &opts.keep_tiers) ||
+      get_bool(env, argv[0], "park", &opts.park) ||
       get_bool(env, argv[0], "dwarf", &opts.dwarf) ||
       get_u32(env, argv[0], "what", &so->what) || so->what < KF_WHAT_CPU || so->what > KF_WHAT_BOTH ||
       get_u32(env, argv[0], "maxSwitchRate", &so->max_switch_rate) ||
@@ -215,7 +217,7 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, "KFLAME_ERR_INVALID_ARG",
                           "start() takes { hz, mode, ringPages, stackBytes, "
                           "timeline, kernel, taskClock, jit, tiers, dwarf, what, "
-                          "maxSwitchRate, perfScope, sourceMaps, perfMap, owner }");
+                          "maxSwitchRate, perfScope, sourceMaps, perfMap, park, owner }");
     return NULL;
   }
   opts.timeline_max = timeline_max;

@@ -229,6 +229,7 @@ int kf_profiler_start(kf_profiler_t *p, const kf_profile_opts_t *opts,
                                  .symbolizer = s->symbolizer,
                                  .symbols_ready = &s->symbols_ready,
                                  .keep_tiers = opts->keep_tiers,
+                                 .park = opts->park,
                                  .timeline_max = opts->timeline_max,
                                  .started_ns = s->started_ns,
                                  .offcpu_period_ns = 1000000000ULL /

@@ -40,6 +40,8 @@ typedef struct kf_profile_opts {
   const kf_v8layout_t *v8layout;
   kf_funcpos_t *funcpos; /* small functions' source offsets, for inlining */
   int keep_tiers;        /* "~foo" and "*foo" stay apart */
+  int park;              /* the collector on the parked thread (parked.h),
+                            else on a thread of its own */
   int dwarf;             /* frames skipped by frame-pointer walks put back
                             from DWARF call-frame information */
   const char *perf_map;  /* perf map path kept fresh while profiling and

@@ -162,6 +162,37 @@ t.test('stop() reports what start() took, phase by phase', async (t) => {
   t.ok(d.offCpu <= d.total + 1e-6, 'off-CPU time within the whole')
 })
 
+// The collector's thread (src/util/parked.h): made by the first start(),
+// parked between profiles, so a start() creates no thread; with
+// KFLAME_PARK=off each profile has one of its own, gone after stop().
+t.test('the collector runs on one parked thread, or with KFLAME_PARK=off on its own', async (t) => {
+  const script = `
+    const fs = require('node:fs')
+    const kflame = require(${JSON.stringify(require.resolve('..'))})
+    const collectors = () => fs.readdirSync('/proc/self/task').filter((tid) => {
+      try { return fs.readFileSync('/proc/self/task/' + tid + '/comm', 'utf8').trim() === 'kflame-collect' } catch { return false }
+    })
+    const out = { before: collectors().length, during: [], after: [] }
+    for (let i = 0; i < 3; i++) {
+      kflame.start({ hz: 99 })
+      out.during.push(collectors())
+      const p = kflame.stop()
+      if (!(p.stats.samples >= 0)) throw new Error('no profile')
+      out.after.push(collectors())
+    }
+    console.log(JSON.stringify(out))`
+  const run = (env) => JSON.parse(execFileSync(process.execPath, ['-e', script], { env: { ...process.env, ...env }, encoding: 'utf8' }).trim())
+  const parked = run({ KFLAME_PARK: '' })
+  t.equal(parked.before, 0, 'no collector thread before the first start()')
+  t.same(parked.during.map((x) => x.length), [1, 1, 1], 'one collector while a profile runs')
+  t.equal(new Set(parked.during.flat()).size, 1, 'the same thread for every profile')
+  t.same(parked.after, parked.during, 'it stays, parked, after stop()')
+  const own = run({ KFLAME_PARK: 'off' })
+  t.same(own.during.map((x) => x.length), [1, 1, 1], 'KFLAME_PARK=off: one collector while a profile runs')
+  t.equal(new Set(own.during.flat()).size, 3, 'a new thread for each profile')
+  t.same(own.after, [[], [], []], 'none after stop()')
+})
+
 // The perf hook holder (src/sample/perfwarm.h): one parked thread once kflame
 // loads, none with KFLAME_PERF_WARM=off.
 t.test('kflame-warm holds the kernel\'s perf hooks on, unless KFLAME_PERF_WARM=off', async (t) => {

@@ -15,6 +15,7 @@
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/grow.h"
+#include "util/parked.h"
 #include "collect/namer.h"
 #include "sample/offcpu.h"
 #include "jit/perfmap.h"
@@ -86,7 +87,7 @@ struct kf_collector {
   size_t nowners;
   uint32_t pid;
   int wake_fd;
-  pthread_t thread;
+  kf_parked_job_t job; /* the draining loop, on the parked thread */
   kf_collector_opts_t opts;
   const kf_ring_layout_t *layout; /* of the sampler's records */
   const kf_ring_layout_t *switch_layout; /* of its switch events' samples */
@@ -797,14 +798,13 @@ int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
   int rc = c->wake_fd < 0 ? -errno : -ENOMEM;
   *sys_errno = -rc;
   if (!c->stacks || !c->agg || c->wake_fd < 0) goto fail;
-  rc = pthread_create(&c->thread, NULL, run, c);
+  rc = kf_parked_start(&c->job, run, c, "kflame-collect", opts->park);
   if (rc != 0) {
-    *sys_errno = rc; /* pthread_create returns its errno */
+    *sys_errno = rc; /* pthread_create's errno */
     rc = -KF_ERR_THREAD;
     goto fail;
   }
   *sys_errno = 0;
-  pthread_setname_np(c->thread, "kflame-collect");
   *out = c;
   return 0;
 fail:
@@ -825,7 +825,7 @@ void kf_collector_stop(kf_collector_t *c) {
   uint64_t one = 1;
   ssize_t w = write(c->wake_fd, &one, sizeof one);
   (void)w; /* an eventfd write of 1 cannot fail short of overflow */
-  pthread_join(c->thread, NULL);
+  kf_parked_join(&c->job);
   c->joined = 1;
   if (c->timer) {
     kf_timer_stats(c->timer, &c->stats.timer);

@@ -45,6 +45,7 @@ typedef struct kf_collector_opts {
   kf_symbolizer_t *symbolizer;
   const int *symbols_ready;
   int keep_tiers;         /* "~foo" and "*foo" stay apart */
+  int park;               /* on the parked thread, else one of its own */
   uint64_t timeline_max;  /* samples the timeline keeps (timeline.h) */
   uint64_t offcpu_period_ns; /* off-CPU time one sample stands for (1/hz) */
   /* When sampling began (CLOCK_MONOTONIC ns, taken before the sampler was
@@ -79,14 +80,17 @@ typedef struct kf_collector_stats {
 
 typedef struct kf_collector kf_collector_t;
 
-/* Starts the thread over an open sampler, or over opts->timer when sampler
- * is NULL (either must outlive the collector, as must opts->codemap).
+/* Starts the draining loop over an open sampler, or over opts->timer when sampler
+ * is NULL (either must outlive the collector, as must opts->codemap), on
+ * the thread kflame keeps parked between profiles (util/parked.h: a thread
+ * created at start() costs the app; that one is made by the first start).
  * Returns 0, -ENOMEM, -errno (the eventfd), or -KF_ERR_THREAD with the
  * errno behind it in *sys_errno (set on every failure). */
 int kf_collector_start(kf_sampler_t *sampler, const kf_collector_opts_t *opts,
                        kf_collector_t **out, int *sys_errno);
 
-/* Wakes the thread, lets it drain what the rings still hold, joins it. The
+/* Wakes the thread, lets it drain what the rings still hold, waits for the
+ * loop to end (the thread parks again). The
  * caller disables a perf sampler first so the rings stop growing; a timer
  * sampler is disabled by the thread itself, the only one arming it. */
 void kf_collector_stop(kf_collector_t *c);

@@ -63,8 +63,9 @@ static void tile(int made) {
   CHECK(kf_timer_open(&so, &timer, &sys_errno) == 0);
   kf_symbolizer_t *sym = kf_symbolizer_new();
   sleep_ms(5); /* samples certainly stamped before the collector starts */
+  /* One case drains on the parked thread, the other on a thread of its own. */
   kf_collector_opts_t co = {.timer = timer, .symbolizer = sym, .timeline_max = 1000000,
-                            .started_ns = started};
+                            .started_ns = started, .park = !made};
   kf_collector_t *c = NULL;
   CHECK(kf_collector_start(NULL, &co, &c, &sys_errno) == 0 && sys_errno == 0);
 
