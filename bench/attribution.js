@@ -7,7 +7,10 @@
 // floor).
 //
 //   node bench/attribution.js [--quick] [--rounds N] [--hook-pairs N]
-//     [--steady N] [--window-ms 150] [--seed N] [--json bench/results/attribution.json]
+//     [--steady N] [--window-ms 150] [--hz 999] [--seed N] [--json bench/results/attribution.json]
+//
+// --hz N: kflame's and both perfs' rate (999 by default; 99 gives the floor
+// of the 99 Hz goal: perf at that rate in the same run).
 //
 // In one process (bench/windows.js: a child started with --expose-gc runs
 // the mixed workload in ~150 ms windows, each round every kind once in a
@@ -49,7 +52,7 @@ const {
   MARK, runChild: runChildOf, windowsSetup, timedUnits, alternate, loadKflame, addonMtime, schedNs, mainCpuNs, findThread, makeMixedWorkload, summarize, extraPerUnit
 } = require('./windows')
 
-const HZ = 999
+const DEFAULT_HZ = 999
 const KINDS = ['none', 'sb-0', 'sb-16384', 'perf', 'perf-dwarf']
 
 // nonvoluntary_ctxt_switches (preempted) and voluntary (slept) of a thread.
@@ -65,7 +68,7 @@ function switches (statusFile) {
 
 // --- windows (child) ------------------------------------------------------------------
 
-async function windowsChild ({ rounds, windowMs, seed }) {
+async function windowsChild ({ rounds, windowMs, seed, hz: HZ }) {
   const { gc, w, kflame, addon0 } = windowsSetup('windows')
   const perfs = { perf: startPerf({ pid: process.pid, hz: HZ }) }
   if (perfs.perf) perfs['perf-dwarf'] = startPerf({ pid: process.pid, hz: HZ, callGraph: 'dwarf,16384' })
@@ -112,7 +115,7 @@ async function windowsChild ({ rounds, windowMs, seed }) {
 
 // One steady profile: the collector's CPU per sample over ms of the
 // workload, once its caches have met the process's code.
-function steadyChild ({ ms }) {
+function steadyChild ({ ms, hz: HZ }) {
   const { w, kflame } = windowsSetup('steady')
   kflame.start({ hz: HZ })
   const schedstat = `/proc/self/task/${findThread('kflame-collect')}/schedstat`
@@ -151,7 +154,7 @@ function hookChild ({ withKflame, ms }) {
 
 // --- rows (parent) ---------------------------------------------------------------------
 
-function rows (runs, kinds, hookPairs, steady, seed) {
+function rows (runs, kinds, hookPairs, steady, seed, hz) {
   const sum = (xs) => xs.reduce((a, b) => a + b, 0)
   const extra = (kind, base, f, s) => summarize(extraPerUnit(runs, kind, base, f), s)
   const of = (kind) => runs.filter((r) => r.kind === kind)
@@ -193,7 +196,7 @@ function rows (runs, kinds, hookPairs, steady, seed) {
   // A perf kind against unprofiled, its own process's CPU, and kflame against it.
   const peer = (kind, what, versus, s) => ({
     peer: {
-      what: `\`perf record -e cpu-clock -F 999 ${what} -p PID\` against unprofiled`,
+      what: `\`perf record -e cpu-clock -F ${hz} ${what} -p PID\` against unprofiled`,
       cpu: extra(kind, 'none', cpu, s),
       wall: extra(kind, 'none', wall, s + 1),
       perfProcessShareOfMainCpu: sum(of(kind).map((r) => r.perfCpuMs)) / sum(of(kind).map((r) => r.cpuMs))
@@ -243,11 +246,11 @@ function readmeTables (r) {
     `| **kflame, default** (stackBytes 16384 vs unprofiled) | ${ci(a.kflame.cpu)} | - | wall ${ci(a.kflame.wall)} |`
   ]
   if (a.perf) {
-    out.push(`| **floor: perf record -F 999 -g** (vs unprofiled) | ${ci(a.perf.cpu)} | - | wall ${ci(a.perf.wall)}; perf's own process ${pct(a.perf.perfProcessShareOfMainCpu, 2)} of the main thread's CPU |`)
+    out.push(`| **floor: perf record -F ${r.hz || 999} -g** (vs unprofiled) | ${ci(a.perf.cpu)} | - | wall ${ci(a.perf.wall)}; perf's own process ${pct(a.perf.perfProcessShareOfMainCpu, 2)} of the main thread's CPU |`)
     out.push(`| kflame against perf, same run | ${ci(a.kflameVsPerf.cpu)} | - | stackBytes 0 against perf: ${ci(a.sb0VsPerf.cpu)} |`)
   }
   if (a.perfDwarf) {
-    out.push(`| perf copying the same 16 KiB: perf record -F 999 --call-graph dwarf,16384 (vs unprofiled) | ${ci(a.perfDwarf.cpu)} | - | wall ${ci(a.perfDwarf.wall)}; perf's own process ${pct(a.perfDwarf.perfProcessShareOfMainCpu, 2)} of the main thread's CPU; JS thread preempted ${num(a.contention['perf-dwarf'], 1)}/s |`)
+    out.push(`| perf copying the same 16 KiB: perf record -F ${r.hz || 999} --call-graph dwarf,16384 (vs unprofiled) | ${ci(a.perfDwarf.cpu)} | - | wall ${ci(a.perfDwarf.wall)}; perf's own process ${pct(a.perfDwarf.perfProcessShareOfMainCpu, 2)} of the main thread's CPU; JS thread preempted ${num(a.contention['perf-dwarf'], 1)}/s |`)
     out.push(`| kflame against perf with the same copy, same run | ${ci(a.kflameVsPerfDwarf.cpu)} | - | wall ${ci(a.kflameVsPerfDwarf.wall)} |`)
   }
   return out
@@ -272,12 +275,13 @@ async function main () {
   const nSteady = Number(option(args, '--steady')) || (quick ? 1 : 3)
   const windowMs = Number(option(args, '--window-ms')) || 150
   const seed = Number(option(args, '--seed')) || 1
+  const hz = Number(option(args, '--hz')) || DEFAULT_HZ
   const jsonOut = option(args, '--json')
   const notes = []
   if (!perfCheck().ok) notes.push(`no perf row: ${perfCheck().why}`)
 
   console.error(`windows: ${rounds} rounds × ${KINDS.length} windows ...`)
-  const w = runChild(['--expose-gc'], { mode: 'windows', rounds, windowMs, seed })
+  const w = runChild(['--expose-gc'], { mode: 'windows', rounds, windowMs, seed, hz })
   console.error(`hook: ${nPairs} pairs of processes ...`)
   const hookPairs = []
   for (let i = 0; i < nPairs; i++) {
@@ -288,18 +292,18 @@ async function main () {
   }
   console.error(`steady: ${nSteady} processes ...`)
   const steady = []
-  for (let i = 0; i < nSteady; i++) steady.push(runChild(['--expose-gc'], { mode: 'steady', ms: 5000 }))
+  for (let i = 0; i < nSteady; i++) steady.push(runChild(['--expose-gc'], { mode: 'steady', ms: 5000, hz }))
   const addons = new Set(w.addon.map(String))
   if (addons.size > 1) notes.push(`the addon was rebuilt during the run (mtimes ${[...addons].join(', ')})`)
   const result = {
     quick,
     rounds,
-    hz: HZ,
+    hz,
     windowMs,
     seed,
     kinds: w.kinds,
     notes,
-    attribution: rows(w.runs, w.kinds, hookPairs, steady, seed),
+    attribution: rows(w.runs, w.kinds, hookPairs, steady, seed, hz),
     runs: w.runs,
     hookPairs,
     steady

@@ -82,6 +82,14 @@ const BENCHES = [
     tables: (r) => require('./attribution').readmeTables(r)
   },
   {
+    file: 'attribution-99.json',
+    title: 'The same at 99 Hz, beside `perf record -F 99 -g`',
+    script: 'bench/attribution.js --hz 99',
+    about: (r) => `${r.quick ? 'quick run, ' : ''}${r.rounds} rounds of windows alternating in one process, seeded random order; ` +
+      'perf enabled and disabled around its windows through its control fifo; the hook row from separate processes',
+    tables: (r) => require('./attribution').readmeTables(r)
+  },
+  {
     file: 'timermode.json',
     title: 'The timer sampler (`mode: \'timer\'`) beside perf mode and V8\'s profiler',
     script: 'bench/timermode.js',
