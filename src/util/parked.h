@@ -3,20 +3,22 @@
  * that kflame keeps parked between jobs, so that start() creates no thread.
  *
  * Why: a thread created while the app's threads are busy costs the JS thread
- * for the next tens of milliseconds. On the 2-core test machine, with V8's
- * helpers compiling after a GC, a probe that only created a thread that
- * then slept raised the JS thread's run-queue wait in the next 50 ms from
- * 2.3 to 4.6 ms; waking a parked thread instead left it at 2.4 (120 rounds,
- * bench/results/parked.md). The kernel counts a new task as busy until its
- * load average decays, and places the helpers' wakeups by it.
+ * for the next tens of milliseconds: the kernel counts a new task as busy
+ * until its load average decays, and places other threads' wake-ups by it.
+ * On the 2-core test machine, with V8's helpers compiling after a GC, a
+ * probe that only created a thread that then slept raised the JS thread's
+ * run-queue wait in the next 50 ms from 2.3 to 4.6 ms; waking a parked
+ * thread left it at 2.4. Profiles of 150 ms at 99 Hz cost +4.1% of wall
+ * time with a collector thread per profile, +0.8% with this one
+ * (bench/timermode.js, fresh-99 against perf-99; docs/benchmarks.md).
  *
  * Contract:
  * - kf_parked_start() runs fn(arg) on the parked thread when it is idle,
  *   else (a job still runs there: the C tests run collectors side by side;
- *   or park is 0) on a thread of its own, ended by the join. The parked thread is made by the
- *   first job (with its caller's signal mask, as that job's own thread would
- *   have had) and lasts as long as the process, asleep on a condition
- *   variable between jobs. Either thread has the job's name by the time
+ *   or park is 0) on a thread of its own, ended by the join. The parked
+ *   thread is made by the first job (with its caller's signal mask, as that
+ *   job's own thread would have had) and lasts as long as the process,
+ *   asleep on a condition variable between jobs. Either thread has the job's name by the time
  *   kf_parked_start returns.
  * - kf_parked_join() returns once fn has returned; once per started job.
  * - After fork() the child has no parked thread (its first job makes one);
