@@ -22,6 +22,9 @@
 // - perf-dwarf: `perf record -e cpu-clock -F 999 --call-graph dwarf,16384`,
 //   the same way: perf copying the same 16 KiB of user stack per sample as
 //   kflame's default (it unwinds them with DWARF afterwards, off the run).
+// - perf-nocg: `perf record -e cpu-clock -F 999 -p CHILD`, no callchain:
+//   what a sample costs before any stack is walked (the timer interrupt,
+//   the record), so the callchain's part is sb-0 against it.
 // - perf: `perf record -e cpu-clock -F 999 -g -p CHILD`, started once by
 //   the child with its events disabled (-D -1) and enabled around each
 //   perf window through its control fifo (the ack waited for), so its start
@@ -53,7 +56,7 @@ const {
 } = require('./windows')
 
 const DEFAULT_HZ = 999
-const KINDS = ['none', 'sb-0', 'sb-16384', 'perf', 'perf-dwarf']
+const KINDS = ['none', 'sb-0', 'sb-16384', 'perf', 'perf-dwarf', 'perf-nocg']
 
 // nonvoluntary_ctxt_switches (preempted) and voluntary (slept) of a thread.
 function switches (statusFile) {
@@ -71,7 +74,10 @@ function switches (statusFile) {
 async function windowsChild ({ rounds, windowMs, seed, hz: HZ }) {
   const { gc, w, kflame, addon0 } = windowsSetup('windows')
   const perfs = { perf: startPerf({ pid: process.pid, hz: HZ }) }
-  if (perfs.perf) perfs['perf-dwarf'] = startPerf({ pid: process.pid, hz: HZ, callGraph: 'dwarf,16384' })
+  if (perfs.perf) {
+    perfs['perf-dwarf'] = startPerf({ pid: process.pid, hz: HZ, callGraph: 'dwarf,16384' })
+    perfs['perf-nocg'] = startPerf({ pid: process.pid, hz: HZ, callGraph: null })
+  }
   const kinds = KINDS.filter((k) => !k.startsWith('perf') || perfs[k])
   let sink = 0
 
@@ -191,7 +197,8 @@ function rows (runs, kinds, hookPairs, steady, seed, hz) {
     'sb-0': perSec('sb-0', 'preempted'),
     'sb-16384': perSec('sb-16384', 'preempted'),
     perf: kinds.includes('perf') ? perSec('perf', 'preempted') : null,
-    'perf-dwarf': kinds.includes('perf-dwarf') ? perSec('perf-dwarf', 'preempted') : null
+    'perf-dwarf': kinds.includes('perf-dwarf') ? perSec('perf-dwarf', 'preempted') : null,
+    'perf-nocg': kinds.includes('perf-nocg') ? perSec('perf-nocg', 'preempted') : null
   }
   // A perf kind against unprofiled, its own process's CPU, and kflame against it.
   const peer = (kind, what, versus, s) => ({
@@ -209,6 +216,12 @@ function rows (runs, kinds, hookPairs, steady, seed, hz) {
   }
   if (kinds.includes('perf-dwarf')) {
     ({ peer: out.perfDwarf, kflame: out.kflameVsPerfDwarf } = peer('perf-dwarf', '--call-graph dwarf,16384', 'perf copying the same 16 KiB', seed + 10))
+  }
+  if (kinds.includes('perf-nocg')) {
+    out.perfNoCallchain = { what: `\`perf record -e cpu-clock -F ${hz} -p PID\` (no callchain) against unprofiled`, cpu: extra('perf-nocg', 'none', cpu, seed + 12), wall: extra('perf-nocg', 'none', wall, seed + 13) }
+    out.perfNoCallchain.usPerSample = usPerSample(out.perfNoCallchain.cpu)
+    out.callchainWalk = { what: 'the callchain walk: kflame (stackBytes 0) against perf without a callchain, same run', cpu: extra('sb-0', 'perf-nocg', cpu, seed + 14) }
+    out.callchainWalk.usPerSample = usPerSample(out.callchainWalk.cpu)
   }
   if (steady.length) {
     out.collectorSteady = { what: 'collector thread, one 5 s profile per fresh process', usPerSample: median(steady.map((s) => s.usPerSample)), each: steady.map((s) => s.usPerSample), processes: steady.length }
@@ -252,6 +265,10 @@ function readmeTables (r) {
   if (a.perfDwarf) {
     out.push(`| perf copying the same 16 KiB: perf record -F ${r.hz || 999} --call-graph dwarf,16384 (vs unprofiled) | ${ci(a.perfDwarf.cpu)} | - | wall ${ci(a.perfDwarf.wall)}; perf's own process ${pct(a.perfDwarf.perfProcessShareOfMainCpu, 2)} of the main thread's CPU; JS thread preempted ${num(a.contention['perf-dwarf'], 1)}/s |`)
     out.push(`| kflame against perf with the same copy, same run | ${ci(a.kflameVsPerfDwarf.cpu)} | - | wall ${ci(a.kflameVsPerfDwarf.wall)} |`)
+  }
+  if (a.perfNoCallchain) {
+    out.push(`| a sample before any stack: perf record -F ${r.hz || 999}, no callchain (vs unprofiled) | ${ci(a.perfNoCallchain.cpu)} | ${num(a.perfNoCallchain.usPerSample)} µs | wall ${ci(a.perfNoCallchain.wall)}; JS thread preempted ${num(a.contention['perf-nocg'], 1)}/s |`)
+    out.push(`| the callchain walk: kflame stackBytes 0 vs perf without a callchain | ${ci(a.callchainWalk.cpu)} | ${num(a.callchainWalk.usPerSample)} µs | - |`)
   }
   return out
 }

@@ -296,7 +296,9 @@ function startPerf ({ pid, hz, callGraph = 'fp' }) {
   const ctl = path.join(dir, 'ctl')
   const ack = path.join(dir, 'ack')
   spawnSync('mkfifo', [ctl, ack])
-  const perf = spawn(PERF, ['record', '-q', '-e', 'cpu-clock', '-F', String(hz), '--call-graph', callGraph, '-D', '-1',
+  // callGraph null: no callchain, the sample's ip, thread and time alone.
+  const graph = callGraph ? ['--call-graph', callGraph] : []
+  const perf = spawn(PERF, ['record', '-q', '-e', 'cpu-clock', '-F', String(hz), ...graph, '-D', '-1',
     '--control', `fifo:${ctl},${ack}`, '-o', path.join(dir, 'perf.data'), '-p', String(pid)], { stdio: 'ignore' })
   // Opening blocks until perf opens its ends: perf is up.
   const ctlFd = fs.openSync(ctl, 'w')

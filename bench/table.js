@@ -73,22 +73,16 @@ const BENCHES = [
       'coverage from children whose code was compiled before kflame loaded',
     tables: (r) => require('./stackcopy').readmeTables(r)
   },
-  {
-    file: 'attribution.json',
-    title: 'Where a sample\'s cost goes, beside `perf record -F 999 -g` and perf copying the same stacks (`--call-graph dwarf,16384`)',
-    script: 'bench/attribution.js',
+  ...[['attribution.json', 999], ['attribution-99.json', 99]].map(([file, hz]) => ({
+    file,
+    title: hz === 999
+      ? 'Where a sample\'s cost goes, beside `perf record -F 999 -g` and perf copying the same stacks (`--call-graph dwarf,16384`)'
+      : `The same at ${hz} Hz, beside \`perf record -F ${hz} -g\``,
+    script: hz === 999 ? 'bench/attribution.js' : `bench/attribution.js --hz ${hz}`,
     about: (r) => `${r.quick ? 'quick run, ' : ''}${r.rounds} rounds of windows alternating in one process, seeded random order; ` +
       'perf enabled and disabled around its windows through its control fifo; the hook row from separate processes',
     tables: (r) => require('./attribution').readmeTables(r)
-  },
-  {
-    file: 'attribution-99.json',
-    title: 'The same at 99 Hz, beside `perf record -F 99 -g`',
-    script: 'bench/attribution.js --hz 99',
-    about: (r) => `${r.quick ? 'quick run, ' : ''}${r.rounds} rounds of windows alternating in one process, seeded random order; ` +
-      'perf enabled and disabled around its windows through its control fifo; the hook row from separate processes',
-    tables: (r) => require('./attribution').readmeTables(r)
-  },
+  })),
   {
     file: 'timermode.json',
     title: 'The timer sampler (`mode: \'timer\'`) beside perf mode and V8\'s profiler',
