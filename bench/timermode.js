@@ -64,8 +64,9 @@ function costChild ({ rounds, windowMs, leadMs = 0, seed }) {
     w.freshPool()
     const [tool, rate] = kind === 'none' ? ['none', 0] : kind.split('-')
     const hz = Number(rate)
+    const kflameKind = tool === 'perf' || tool === 'timer' || tool === 'fresh'
     let collectorMs = null
-    if (tool === 'perf' || tool === 'timer' || tool === 'fresh') {
+    if (kflameKind) {
       if (tool === 'fresh') process.env.KFLAME_PARK = 'off'
       kflame.start({ hz, mode: tool === 'fresh' ? 'perf' : tool })
       delete process.env.KFLAME_PARK
@@ -79,7 +80,7 @@ function costChild ({ rounds, windowMs, leadMs = 0, seed }) {
     sink += s
     const r = { kind, ...timed }
     const s0 = process.hrtime.bigint()
-    if (collectorMs) {
+    if (kflameKind) {
       r.collectorMs = collectorMs()
       const p = kflame.stop()
       r.samples = p.stats.samples

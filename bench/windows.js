@@ -48,14 +48,13 @@ const mainCpuNs = () => {
   return loaded ? loaded.exports.threadCpuNs() : schedNs('/proc/thread-self/schedstat')
 }
 
-function findThread (comm) {
-  for (const tid of fs.readdirSync('/proc/self/task')) {
-    try {
-      if (fs.readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() === comm) return tid
-    } catch {}
-  }
-  return null
+// This process's threads named comm (their tids), and the first of them.
+function findThreads (comm) {
+  return fs.readdirSync('/proc/self/task').filter((tid) => {
+    try { return fs.readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() === comm } catch { return false }
+  })
 }
+const findThread = (comm) => findThreads(comm)[0] || null
 
 // The collector's CPU from now on: a function giving its ms since the call
 // (null when no collector runs). Its thread is the one kflame keeps parked
@@ -64,9 +63,7 @@ function findThread (comm) {
 // one, so every kflame-collect is summed. A thread that sleeps between
 // drains has schedstat exact at each switch.
 function collectorCpu () {
-  const files = fs.readdirSync('/proc/self/task').filter((tid) => {
-    try { return fs.readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() === 'kflame-collect' } catch { return false }
-  }).map((tid) => `/proc/self/task/${tid}/schedstat`)
+  const files = findThreads('kflame-collect').map((tid) => `/proc/self/task/${tid}/schedstat`)
   if (!files.length) return () => null
   const total = () => files.reduce((sum, f) => sum + (schedNs(f) || 0), 0)
   const ns0 = total()
