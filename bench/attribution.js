@@ -52,7 +52,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { machineNotes, machineLine, writeResults, option, median, startPerf, perfCheck, procCpuMs } = require('./common')
 const {
-  MARK, runChild: runChildOf, windowsSetup, timedUnits, alternate, loadKflame, addonMtime, schedNs, mainCpuNs, findThread, makeMixedWorkload, summarize, extraPerUnit
+  MARK, runChild: runChildOf, windowsSetup, timedUnits, alternate, loadKflame, addonMtime, schedNs, mainCpuNs, findThread, collectorCpu, makeMixedWorkload, summarize, extraPerUnit
 } = require('./windows')
 
 const DEFAULT_HZ = 999
@@ -124,8 +124,7 @@ async function windowsChild ({ rounds, windowMs, seed, hz: HZ }) {
 function steadyChild ({ ms, hz: HZ }) {
   const { w, kflame } = windowsSetup('steady')
   kflame.start({ hz: HZ })
-  const schedstat = `/proc/self/task/${findThread('kflame-collect')}/schedstat`
-  const c0 = schedNs(schedstat)
+  const collectorCpuMs = collectorCpu()
   let units = 0
   let sink = 0
   const t0 = Date.now()
@@ -134,7 +133,7 @@ function steadyChild ({ ms, hz: HZ }) {
     const end = Date.now() + 150
     while (Date.now() < end) sink += w.unit(units++)
   }
-  const collectorMs = (schedNs(schedstat) - c0) / 1e6
+  const collectorMs = collectorCpuMs()
   const p = kflame.stop()
   return { ms, samples: p.stats.samples, collectorMs, usPerSample: collectorMs * 1000 / p.stats.samples, sink: sink % 1000 }
 }

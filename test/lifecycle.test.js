@@ -162,16 +162,20 @@ t.test('stop() reports what start() took, phase by phase', async (t) => {
   t.ok(d.offCpu <= d.total + 1e-6, 'off-CPU time within the whole')
 })
 
+// Source for the child scripts below: threadsNamed(comm), the tids of the
+// child's threads of that name.
+const THREADS_NAMED = `
+    const threadsNamed = (comm) => require('node:fs').readdirSync('/proc/self/task').filter((tid) => {
+      try { return require('node:fs').readFileSync('/proc/self/task/' + tid + '/comm', 'utf8').trim() === comm } catch { return false }
+    })`
+
 // The collector's thread (src/util/parked.h): made by the first start(),
 // parked between profiles, so a start() creates no thread; with
 // KFLAME_PARK=off each profile has one of its own, gone after stop().
 t.test('the collector runs on one parked thread, or with KFLAME_PARK=off on its own', async (t) => {
   const script = `
-    const fs = require('node:fs')
-    const kflame = require(${JSON.stringify(require.resolve('..'))})
-    const collectors = () => fs.readdirSync('/proc/self/task').filter((tid) => {
-      try { return fs.readFileSync('/proc/self/task/' + tid + '/comm', 'utf8').trim() === 'kflame-collect' } catch { return false }
-    })
+    const kflame = require(${JSON.stringify(require.resolve('..'))})${THREADS_NAMED}
+    const collectors = () => threadsNamed('kflame-collect')
     // A joined thread can stay listed for a moment (the kernel wakes the
     // joiner as the thread leaves its memory, before reaping it).
     const left = process.env.KFLAME_PARK === 'off' ? 0 : 1
@@ -212,11 +216,8 @@ t.test('the collector runs on one parked thread, or with KFLAME_PARK=off on its 
 // loads, none with KFLAME_PERF_WARM=off.
 t.test('kflame-warm holds the kernel\'s perf hooks on, unless KFLAME_PERF_WARM=off', async (t) => {
   const script = `
-    const fs = require('node:fs')
-    require(${JSON.stringify(require.resolve('..'))})
-    const warm = () => fs.readdirSync('/proc/self/task').filter((tid) => {
-      try { return fs.readFileSync('/proc/self/task/' + tid + '/comm', 'utf8').trim() === 'kflame-warm' } catch { return false }
-    }).length
+    require(${JSON.stringify(require.resolve('..'))})${THREADS_NAMED}
+    const warm = () => threadsNamed('kflame-warm').length
     const end = Date.now() + 2000
     while (warm() === 0 && Date.now() < end) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10)
     console.log(warm())`
